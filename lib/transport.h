@@ -1,0 +1,86 @@
+// UCX transport: one ucp context and one worker per process, worker
+// addresses exchanged once over MPI_COMM_WORLD with PMPI_Allgather, tagged
+// non-blocking send/receive and explicit progress.  Knows nothing of codecs,
+// communicators or MPI datatypes: peers are world ranks and messages are
+// bytes.  UCX configuration is read under terse's own prefix
+// (ucp_config_read("TERSE", ...)), so TERSE_UCX_TLS=tcp tunes terse apart
+// from the MPI library's own UCX use.
+#pragma once
+
+#include "status.h"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace terse {
+
+// Tag layout (64 bits): [context id 20][source comm rank 20][op seq 8][slot 16].
+// Messages with equal tags from one sender are matched in posting order, so
+// slot may wrap.
+constexpr uint64_t make_tag(uint32_t ctx_id, uint32_t src_rank, uint32_t seq, uint32_t slot) {
+    return (uint64_t(ctx_id & 0xFFFFFu) << 44) | (uint64_t(src_rank & 0xFFFFFu) << 24) |
+           (uint64_t(seq & 0xFFu) << 16) | uint64_t(slot & 0xFFFFu);
+}
+
+// A pending send or receive.  Owned by the caller; destroying a request that
+// is still pending cancels it and waits for UCX to release it.
+class Request {
+public:
+    Request() = default;
+    ~Request();
+    Request(const Request &) = delete;
+    Request &operator=(const Request &) = delete;
+    Request(Request &&o) noexcept;
+    Request &operator=(Request &&o) noexcept;
+
+    bool active() const { return req_ != nullptr || state_ != State::Idle; }
+    // Non-blocking check; does not progress the worker.  Returns true when
+    // complete; *status is TERSE_OK or the failure (message names the peer).
+    bool test(Status *status);
+    size_t received_length() const { return length_; }
+    void release();  // cancel if pending, then free
+
+    // Internal state, written by the transport's completion callbacks.
+    enum class State { Idle, Pending, Done, Failed };
+    void *req_ = nullptr;
+    State state_ = State::Idle;
+    int status_code_ = 0;    // ucs_status_t
+    size_t length_ = 0;
+    int peer_ = -1;          // world rank, for messages
+    bool is_recv_ = false;
+};
+
+class Transport {
+public:
+    // Collective over MPI_COMM_WORLD (called from MPI_Init / MPI_Init_thread).
+    // thread_multiple selects UCS_THREAD_MODE_MULTI for the worker.
+    static Status init(bool thread_multiple);
+    // Releases endpoints, worker and context.  Called from MPI_Finalize
+    // before PMPI_Finalize.  Safe to call when init failed or never ran.
+    static void finalize();
+    // nullptr before init / after finalize.
+    static Transport *get();
+
+    int world_rank() const;
+    int world_size() const;
+
+    Status isend(int world_peer, uint64_t tag, const void *buf, size_t len, Request *req);
+    Status irecv(int world_peer, uint64_t tag, void *buf, size_t capacity, Request *req);
+    // Drive UCX; returns nonzero if any progress was made.
+    unsigned progress();
+
+    // Number of endpoints currently open (tests check it stays flat).
+    size_t endpoint_count() const;
+
+    struct Impl;
+private:
+    explicit Transport(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+public:
+    ~Transport();
+};
+
+}  // namespace terse
