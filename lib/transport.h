@@ -4,7 +4,11 @@
 // communicators or MPI datatypes: peers are world ranks and messages are
 // bytes.  UCX configuration is read under terse's own prefix
 // (ucp_config_read("TERSE", ...)), so TERSE_UCX_TLS=tcp tunes terse apart
-// from the MPI library's own UCX use.
+// from the MPI library's own UCX use.  Verified with UCX 1.13: the variables
+// are named TERSE_UCX_<NAME> (e.g. TERSE_UCX_TLS); UCX_TERSE_* is ignored.
+// UCX applies plain UCX_<NAME> first and TERSE_UCX_<NAME> on top, so a
+// UCX_TLS meant for the MPI library also applies to terse unless
+// TERSE_UCX_TLS overrides it.
 #pragma once
 
 #include "status.h"
@@ -51,6 +55,8 @@ public:
     size_t length_ = 0;
     int peer_ = -1;          // world rank, for messages
     bool is_recv_ = false;
+    uint64_t tag_ = 0;       // for messages
+    size_t capacity_ = 0;    // receive buffer size, for the truncation message
 };
 
 class Transport {
