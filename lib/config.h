@@ -80,6 +80,10 @@ const std::vector<std::string> &config_keys();
 Status config_read_environment(GlobalConfig *global, CommConfig *defaults,
                                char **env = nullptr);
 
+// Names of the TERSE_* variables config_read_environment() accepts (the
+// per-communicator keys upper-cased, then the process-wide ones).
+const std::vector<std::string> &config_environment_variables();
+
 // A config file: sections "[pattern]" whose shell glob is matched against
 // the communicator name ("*" matches all, "MPI_COMM_WORLD" the world),
 // each holding "key = value" lines with the same keys as config_apply.
@@ -90,6 +94,9 @@ public:
     Status parse(std::string_view text, const std::string &origin);
     Status apply(const std::string &comm_name, CommConfig *cfg) const;
     std::vector<std::string> section_patterns() const;
+    // One section alone, whatever its pattern (tools check every section).
+    size_t section_count() const { return sections_.size(); }
+    Status apply_section(size_t index, CommConfig *cfg) const;
 
 private:
     struct Entry { std::string key, value; int line; };
