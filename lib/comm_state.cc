@@ -1,1 +1,180 @@
-// placeholder until implemented
+// Per-communicator state: creation, configuration resolution, collective
+// agreement and codec instantiation.  See comm_state.h for the life cycle.
+#include "comm_state.h"
+
+#include "engine.h"
+#include "error_feedback.h"
+#include "log.h"
+#include "runtime_internal.h"
+
+#include <cinttypes>
+#include <cstring>
+#include <new>
+
+namespace terse {
+
+CommState::CommState(MPI_Comm c) { bind(c); }
+
+CommState::CommState(const CommState &parent, inherit_tag)
+    : info_overrides(parent.info_overrides), api_overrides(parent.api_overrides) {}
+
+CommState::~CommState() = default;
+
+void CommState::bind(MPI_Comm c) {
+    comm = c;
+    PMPI_Comm_rank(c, &rank);
+    PMPI_Comm_size(c, &size);
+    int inter = 0;
+    PMPI_Comm_test_inter(c, &inter);
+    is_inter = inter != 0;
+    world_rank_of.assign(size, -1);
+    if (!is_inter) {
+        // Translate every comm rank to its MPI_COMM_WORLD rank once, so the
+        // engine addresses transport endpoints without MPI calls.
+        MPI_Group g, wg;
+        PMPI_Comm_group(c, &g);
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+        std::vector<int> ranks(size);
+        for (int i = 0; i < size; ++i) ranks[i] = i;
+        PMPI_Group_translate_ranks(g, size, ranks.data(), wg, world_rank_of.data());
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+    }
+    char buf[MPI_MAX_OBJECT_NAME] = {0};
+    int len = 0;
+    PMPI_Comm_get_name(c, buf, &len);
+    name.assign(buf, len);
+    reresolve();
+}
+
+void CommState::reresolve() {
+    ready = false;
+    config_status = TERSE_OK;
+    config_error.clear();
+    CommConfig cfg = runtime_env_defaults();
+    Status s = TERSE_OK;
+    if (const ConfigFile *file = runtime_config_file()) s = file->apply(name, &cfg);
+    for (auto it = info_overrides.begin(); s == TERSE_OK && it != info_overrides.end(); ++it)
+        s = config_apply(&cfg, it->first, it->second, "MPI_Info key terse_" + it->first);
+    if (s == TERSE_OK) s = config_apply_overrides(api_overrides, &cfg);
+    if (s != TERSE_OK) {
+        // Reported at the next collective on this communicator, on every
+        // rank, through the agreement step: a local error must not make
+        // this rank take a different path than the others.
+        config_status = s;
+        config_error = last_error();
+    }
+    config = cfg;
+}
+
+namespace {
+
+// Local half of comm_state_ready: parse the codec and create its instances
+// for every datatype it supports.  Anything that can fail locally fails
+// here, before the agreement, so that all ranks learn of it together.
+Status prepare_codec(CommState *st) {
+    st->codec_params.reset();
+    for (auto &c : st->codec) c.reset();
+    if (!st->config.enable) return TERSE_OK;
+    Registry &reg = Registry::instance();
+    Status s = reg.parse_params(st->config.codec, &st->codec_params);
+    if (s != TERSE_OK) return s;
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    for (int dt = 1; dt < TERSE_DTYPE_MAX_; ++dt) {
+        if (!(d->dtypes & TERSE_DTYPE_BIT(dt))) continue;
+        size_t esize = dtype_size(static_cast<terse_dtype_t>(dt));
+        terse_codec_setup_t setup{};
+        setup.struct_size = sizeof setup;
+        setup.dtype = static_cast<terse_dtype_t>(dt);
+        setup.mem_kind = TERSE_MEM_HOST;
+        setup.nranks = st->size;
+        setup.max_chunk_count = (st->config.chunk_bytes + esize - 1) / esize;
+        s = reg.create(*st->codec_params, setup, &st->codec[dt]);
+        if (s != TERSE_OK) return s;
+    }
+    bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
+    if (lossless)
+        st->feedback = false;
+    else if (st->config.feedback >= 0)
+        st->feedback = st->config.feedback == 1;
+    else
+        st->feedback = st->codec_params->feedback_default();
+    if (st->feedback && !st->residuals) st->residuals = std::make_unique<FeedbackStore>();
+    if (!st->feedback) st->residuals.reset();
+    return TERSE_OK;
+}
+
+// Names the first setting that differs between this rank and rank 0, so a
+// mismatch error says what to fix.  Collective; only runs on the error path.
+std::string describe_mismatch(CommState *st) {
+    std::string mine = st->config.canonical();
+    int len = static_cast<int>(mine.size()) + 1;
+    PMPI_Bcast(&len, 1, MPI_INT, 0, st->comm);
+    std::string root(len, '\0');
+    if (st->rank == 0) root.assign(mine.c_str(), len);
+    PMPI_Bcast(root.data(), len, MPI_CHAR, 0, st->comm);
+    root.resize(strlen(root.c_str()));
+    if (root == mine) return "rank 0 and this rank agree; another rank differs: " + mine;
+    // Compare word by word ("key=value" separated by spaces).
+    size_t a = 0, b = 0;
+    while (a < root.size() || b < mine.size()) {
+        size_t ea = root.find(' ', a), eb = mine.find(' ', b);
+        std::string wa = root.substr(a, ea == std::string::npos ? std::string::npos : ea - a);
+        std::string wb = mine.substr(b, eb == std::string::npos ? std::string::npos : eb - b);
+        if (wa != wb) return "rank 0 has '" + wa + "' but this rank has '" + wb + "'";
+        if (ea == std::string::npos || eb == std::string::npos) break;
+        a = ea + 1;
+        b = eb + 1;
+    }
+    return "rank 0 has '" + root + "' but this rank has '" + mine + "'";
+}
+
+}  // namespace
+
+Status comm_state_ready(CommState *st) {
+    Status local = st->config_status;
+    std::string local_msg = st->config_error;
+    if (local == TERSE_OK) {
+        local = prepare_codec(st);
+        if (local != TERSE_OK) local_msg = last_error();
+    }
+    // One small collective decides for everyone: configuration hashes equal
+    // (max(h) == ~max(~h) iff min == max), no rank failed locally, and a
+    // context id that is unused on every member process.
+    uint64_t h = st->config.hash();
+    uint64_t in[4] = {h, ~h, local != TERSE_OK ? 1u : 0u, runtime_next_ctx_id()};
+    uint64_t out[4];
+    if (PMPI_Allreduce(in, out, 4, MPI_UINT64_T, MPI_MAX, st->comm) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "agreement on communicator '%s' failed in PMPI_Allreduce",
+                         st->name.c_str());
+    if (out[2] != 0) {
+        if (local != TERSE_OK) return set_error(local, "%s", local_msg.c_str());
+        return set_error(TERSE_ERR_REMOTE,
+                         "communicator '%s': another rank has an invalid terse configuration "
+                         "(see its message)", st->name.c_str());
+    }
+    if (out[0] != ~out[1]) {
+        std::string why = describe_mismatch(st);
+        return set_error(TERSE_ERR_MISMATCH,
+                         "ranks of communicator '%s' disagree on its terse configuration: %s",
+                         st->name.c_str(), why.c_str());
+    }
+    st->ctx_id = runtime_claim_ctx_id(out[3]);
+    st->seq = 0;
+    st->ready = true;
+    TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(),
+                    st->size, st->ctx_id, st->config.canonical().c_str());
+    return TERSE_OK;
+}
+
+Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out) {
+    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !st->codec[dtype]) {
+        *out = nullptr;
+        return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' has no instance for datatype %d",
+                         st->config.codec.name.c_str(), static_cast<int>(dtype));
+    }
+    *out = st->codec[dtype].get();
+    return TERSE_OK;
+}
+
+}  // namespace terse

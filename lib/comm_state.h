@@ -37,6 +37,11 @@ class CaptureWriter;  // capture.h
 class CommState {
 public:
     explicit CommState(MPI_Comm comm);
+    // An unbound copy for MPI_Comm_dup's attribute copy callback: inherits
+    // the info and terse_comm_configure() settings; bound to the new
+    // communicator on first lookup (the callback is not told its handle).
+    struct inherit_tag {};
+    CommState(const CommState &parent, inherit_tag);
     ~CommState();
     CommState(const CommState &) = delete;
     CommState &operator=(const CommState &) = delete;
@@ -46,6 +51,7 @@ public:
     int size = 1;
     std::vector<int> world_rank_of;  // comm rank -> MPI_COMM_WORLD rank
     std::string name;                // MPI_Comm_get_name at creation / set_name
+    bool is_inter = false;           // intercommunicators always pass through
 
     ConfigOverrides info_overrides;  // terse_* keys from MPI_Comm_set_info / dup_with_info
     ConfigOverrides api_overrides;   // terse_comm_configure()
@@ -64,6 +70,9 @@ public:
     Stats stats;
     uint64_t call_index = 0;         // intercepted + passed, for capture sampling
 
+    // Attach to comm: ranks, world ranks, name, then reresolve().
+    void bind(MPI_Comm comm);
+    bool bound() const { return comm != MPI_COMM_NULL; }
     // Re-resolve config from the process defaults, file, info and api layers;
     // marks the state not ready.
     void reresolve();

@@ -1,0 +1,21 @@
+// Thread-local re-entry guard: while terse is inside an intercepted call on
+// this thread, any MPI call that reaches a wrapper again (from a library
+// terse uses, or from terse itself by mistake) goes straight to PMPI.
+// Thread-local so that two threads in two collectives never serialise.
+#pragma once
+
+namespace terse {
+
+class ReentryGuard {
+public:
+    ReentryGuard() { depth_++; }
+    ~ReentryGuard() { depth_--; }
+    ReentryGuard(const ReentryGuard &) = delete;
+    ReentryGuard &operator=(const ReentryGuard &) = delete;
+    static bool active() { return depth_ > 0; }
+
+private:
+    static inline thread_local int depth_ = 0;
+};
+
+}  // namespace terse
