@@ -1,0 +1,15 @@
+# Sourced by multi-rank test scripts.  make check exports MPIRUN,
+# MPIRUN_FLAGS, TERSE_PLUGIN_PATH, TERSE_LIB, TERSE_BUILDDIR.
+: "${MPIRUN:?run through make check (MPIRUN not set)}"
+# Open MPI over shared memory for its own traffic; terse's UCX picks its own.
+export OMPI_MCA_btl=self,vader
+export OMPI_MCA_pml=ob1
+
+# run_np N PROGRAM ARGS...: run under mpirun with a time limit, so a hang
+# fails the test instead of stalling the suite.
+run_np() {
+    np=$1; shift
+    timeout -k 10 ${TEST_TIMEOUT:-120} $MPIRUN $MPIRUN_FLAGS -np "$np" "$@"
+}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }

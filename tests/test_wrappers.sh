@@ -1,0 +1,49 @@
+#!/bin/sh
+# Interception as users run it: linked (-lterse), LD_PRELOAD, terse-run,
+# Fortran, threads, communicator life cycle and configuration agreement.
+. "${srcdir:-.}/mpirun_helpers.sh"
+set -u
+export TERSE_MIN_BYTES=0
+
+echo "== threads (MPI_THREAD_MULTIPLE, two communicators)"
+run_np 3 ./test_threads; rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "test_threads exited $rc"
+
+echo "== communicator create/free loop"
+for np in 2 3; do run_np $np ./test_comm_lifecycle || fail "lifecycle np=$np"; done
+
+echo "== MPI_Info hints, dup inheritance, terse_comm_configure"
+run_np 2 ./test_config_agreement hints || fail "hints"
+
+echo "== ranks that disagree all get an error"
+out=$(TEST_TIMEOUT=60 timeout -k 10 60 $MPIRUN $MPIRUN_FLAGS -np 1 -x TERSE_MIN_BYTES=4096 ./test_config_agreement mismatch : \
+      -np 2 -x TERSE_MIN_BYTES=8192 ./test_config_agreement mismatch 2>&1); rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "mismatch run exited $rc"
+echo "$out" | grep -q "rank 0 has 'min_bytes=4096' but this rank has 'min_bytes=8192'" || fail "mismatch message does not name the setting"
+
+echo "== misspelled variable stops the job with a suggestion"
+out=$(TERSE_CODECC=none run_np 2 ./test_threads 2>&1); rc=$?
+[ $rc -ne 0 ] || fail "misspelled TERSE_CODECC accepted"
+echo "$out" | grep -q "did you mean TERSE_CODEC" || { echo "$out"; fail "no suggestion for TERSE_CODECC"; }
+
+echo "== unknown codec stops the job naming the available ones"
+out=$(TERSE_CODEC=quantise run_np 2 ./test_threads 2>&1); rc=$?
+[ $rc -ne 0 ] || fail "unknown codec accepted"
+echo "$out" | grep -q "unknown codec 'quantise'" || { echo "$out"; fail "unknown codec message"; }
+
+if [ -x ./test_fortran_allreduce ]; then
+    echo "== Fortran (use mpi) is intercepted, MPI_IN_PLACE included"
+    out=$(TERSE_STATS=1 run_np 3 ./test_fortran_allreduce 2>&1) || { echo "$out"; fail "fortran"; }
+    echo "$out"
+    echo "$out" | grep "terse stats: comm=MPI_COMM_WORLD" | grep -q "intercepted=2 " || fail "Fortran calls not intercepted"
+fi
+
+echo "== LD_PRELOAD and terse-run on a program not linked with terse"
+out=$(TERSE_STATS=1 run_np 2 -x LD_PRELOAD="$TERSE_LIB" ./test_plain_allreduce 2>&1) || { echo "$out"; fail "preload"; }
+echo "$out" | grep "comm=MPI_COMM_WORLD" | grep -q "intercepted=1 " || { echo "$out"; fail "not intercepted under LD_PRELOAD"; }
+out=$(TERSE_STATS=1 run_np 2 "$TERSE_BUILDDIR/mpi-wrappers/terse-run" ./test_plain_allreduce 2>&1) || { echo "$out"; fail "terse-run"; }
+echo "$out" | grep "comm=MPI_COMM_WORLD" | grep -q "intercepted=1 " || { echo "$out"; fail "not intercepted under terse-run"; }
+out=$(TERSE_STATS=1 run_np 2 ./test_plain_allreduce 2>&1) || fail "plain"
+echo "$out" | grep -q "terse stats" && fail "plain program printed terse stats without terse"
+echo "all wrapper checks passed"
