@@ -485,21 +485,22 @@ Status Transport::irecv(int peer, uint64_t tag, void *buf, size_t capacity, Requ
         return set_error(TERSE_ERR_INVALID, "terse transport: receive from world rank %d, but ranks are 0..%d",
                          peer, im.size - 1);
 
-    ucp_tag_recv_info_t info;
+    // Always get a request back: UCX 1.13 does not fill recv_info when a
+    // receive completes immediately (message already arrived), so the
+    // received length is only available from the request.
     ucp_request_param_t p;
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
-    p.recv_info.tag_info = &info;
+    p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     ucs_status_ptr_t r = ucp_tag_recv_nbx(im.worker, buf, capacity, tag, kFullTagMask, &p);
     req->peer_ = peer;
     req->tag_ = tag;
     req->is_recv_ = true;
     req->length_ = 0;
     req->capacity_ = capacity;
-    if (r == nullptr) {
-        req->length_ = info.length;
-        req->state_ = Request::State::Done;
-        return TERSE_OK;
-    }
+    if (__builtin_expect(r == nullptr, 0))
+        return set_error(TERSE_ERR_TRANSPORT,
+                         "terse transport: UCX completed a receive from world rank %d without a request, so its "
+                         "length is unknown",
+                         peer);
     if (UCS_PTR_IS_ERR(r)) return message_error("receive", peer, tag, UCS_PTR_STATUS(r), capacity);
     req->req_ = r;
     req->state_ = Request::State::Pending;

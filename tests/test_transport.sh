@@ -1,0 +1,32 @@
+#!/bin/sh
+# Multi-rank tests of the UCX transport: 2 and 3 ranks, with UCX's default
+# transports (shared memory here) and with TERSE_UCX_TLS=tcp (TCP loopback,
+# what the benchmarks use).  Each run is bounded so a lost message fails
+# instead of hanging make check.
+prog=./test_transport
+if [ ! -x "$prog" ]; then
+    echo "test_transport.sh: $prog not built (GoogleTest missing?)"
+    exit 77
+fi
+: "${MPIRUN:?MPIRUN not set (run through make check)}"
+
+# Plain output in the log: mpirun gives ranks a pty, so gtest would colour it.
+GTEST_COLOR=no
+export GTEST_COLOR
+
+status=0
+run() {
+    label=$1
+    shift
+    echo "== $label"
+    if ! "$@"; then
+        echo "FAILED: $label"
+        status=1
+    fi
+}
+
+for np in 2 3; do
+    run "np=$np default transports" timeout 120 $MPIRUN $MPIRUN_FLAGS -np $np $prog
+    run "np=$np TERSE_UCX_TLS=tcp" env TERSE_UCX_TLS=tcp timeout 120 $MPIRUN $MPIRUN_FLAGS -np $np $prog
+done
+exit $status
