@@ -1,0 +1,266 @@
+#!/bin/bash
+# Plain MPI and terse side by side, in one run, on the same emulated fabric.
+#
+#   perf/compare.sh -np 4 --rate 1gbit --codec quantize:bits=8 -m 1M:64M
+#
+# Inside one network namespace whose loopback is shaped with tc (see
+# perf/netns-run.sh) it runs terse-osu-allreduce first with the plain MPI
+# library, then under terse (LD_PRELOAD=libterse.so) once per --codec, and
+# prints a table: latency and bus bandwidth of both, their ratio, terse's
+# wire ratio and error.  Both use TCP over the shaped loopback: Open MPI with
+# ob1/tcp (its control traffic included), terse's UCX with TERSE_UCX_TLS=tcp.
+# All ranks share that one loopback: the rate is the aggregate of all ranks'
+# traffic (a shared-link model), not a per-rank NIC.
+#
+# Every TERSE_* variable of the caller's environment (TERSE_MIN_BYTES,
+# TERSE_CHUNK_BYTES, ...) is passed to the terse runs.
+set -u
+
+prog=compare.sh
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+
+usage() {
+    cat <<EOF
+Usage: perf/compare.sh [options] [-- extra terse-osu-allreduce options]
+  -np N            ranks (default 2)
+  --rate RATE      loopback rate: 1gbit, 10gbit, ... or unshaped (default 1gbit)
+  --delay DELAY    extra one-way delay with netem, e.g. 100us (default none)
+  --codec SPEC     terse codec, e.g. none, quantize:bits=8; repeat for several
+                   codecs against one baseline run (default none)
+  -m MIN:MAX       sizes in bytes, powers of two (default 1M:64M)
+  -i N, -x N       timed and warmup iterations per size (default 20 and 2)
+  -L SECONDS       cap on timed iterations per size (default 3)
+  -d TYPE          float (default) or double
+  -t KIND          laplace (default), gauss, smooth, file:PATH
+  --build DIR      terse build tree (default: $top/build)
+  --prefix DIR     installed terse instead of a build tree
+  --no-netns       no namespace and no shaping (no root needed); still TCP over lo
+  --csv FILE       append the comparison rows to FILE (CSV, header if new)
+  --progress K/T   label progress lines starting at step K of T (for report.sh)
+  --check-codecs   only print the --codec values whose plugin is present
+  -h, --help       this help
+Environment: MPIRUN (default mpirun), MPIRUN_ARGS (extra mpirun options for
+both runs), TERSE_* (passed to the terse runs).
+EOF
+}
+die() { echo "$prog: $*" >&2; exit 2; }
+
+# ------------------------------------------------------------------ options
+np=2 rate=1gbit delay="" sizes=1M:64M iters=20 warmup=2 limit=3 dtype=float kind=laplace
+build="" prefix="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs=""
+codecs=()
+extra=()
+need() { [ "$2" -ge 2 ] || die "$1 needs a value (see --help)"; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -np|--np|-n) need "$1" $#; np=$2; shift 2 ;;
+    --rate) need "$1" $#; rate=$2; shift 2 ;;
+    --delay) need "$1" $#; delay=$2; shift 2 ;;
+    --codec) need "$1" $#; codecs+=("$2"); shift 2 ;;
+    -m) need "$1" $#; sizes=$2; shift 2 ;;
+    -i) need "$1" $#; iters=$2; shift 2 ;;
+    -x) need "$1" $#; warmup=$2; shift 2 ;;
+    -L) need "$1" $#; limit=$2; shift 2 ;;
+    -d) need "$1" $#; dtype=$2; shift 2 ;;
+    -t) need "$1" $#; kind=$2; shift 2 ;;
+    --build) need "$1" $#; build=$2; shift 2 ;;
+    --prefix) need "$1" $#; prefix=$2; shift 2 ;;
+    --no-netns) use_netns=0; shift ;;
+    --csv) need "$1" $#; csv_out=$2; shift 2 ;;
+    --progress) need "$1" $#; progress=$2; shift 2 ;;
+    --inside) need "$1" $#; inside=1; workdir=$2; shift 2 ;;   # internal: run inside the namespace
+    --check-codecs) check_codecs=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; extra=("$@"); break ;;
+    *) usage >&2; die "unknown argument \"$1\"" ;;
+    esac
+done
+[ ${#codecs[@]} -gt 0 ] || codecs=(none)
+case "$np" in ''|*[!0-9]*|0|1) die "-np: expected a rank count >= 2, got \"$np\"" ;; esac
+case "$dtype" in float|double) ;; *) die "-d: expected float or double, got \"$dtype\"" ;; esac
+
+# ------------------------------------------------------- locate the binaries
+# A build tree: perf/terse-osu-allreduce, mpi-wrappers/.libs/libterse.so and
+# plugins/<name>/.libs/terse_<name>.so.  An install: bin/, lib/, lib/terse/.
+locate() {
+    if [ -n "$prefix" ]; then
+        bench="$prefix/bin/terse-osu-allreduce"
+        libterse="$prefix/lib/libterse.so"
+        [ -f "$libterse" ] || libterse=$(ls "$prefix"/lib*/libterse.so 2>/dev/null | head -n1)
+        plugin_path="$(dirname "${libterse:-$prefix/lib/x}")/terse"
+    else
+        [ -n "$build" ] || build="$top/build"
+        build=$(cd "$build" 2>/dev/null && pwd) || die "build tree \"$build\" not found (run scripts/build.sh, or pass --build DIR or --prefix DIR)"
+        bench="$build/perf/terse-osu-allreduce"
+        libterse="$build/mpi-wrappers/.libs/libterse.so"
+        plugin_path=$(ls -d "$build"/plugins/*/.libs 2>/dev/null | tr '\n' ':')
+        plugin_path=${plugin_path%:}
+    fi
+    [ -x "$bench" ] || die "benchmark not found at $bench (build it: make -C ${build:-$prefix}/perf)"
+    [ -f "$libterse" ] || die "libterse.so not found at ${libterse:-$prefix/lib} (build or install terse first)"
+}
+locate
+
+# A codec's plugin module: terse_<name>.so somewhere on the plugin path.
+plugin_present() {
+    local name=${1%%:*} d
+    local IFS=:
+    for d in $plugin_path ${TERSE_PLUGIN_PATH:-}; do
+        [ -f "$d/terse_$name.so" ] && return 0
+    done
+    return 1
+}
+
+mpirun_cmd=${MPIRUN:-mpirun}
+command -v "$mpirun_cmd" >/dev/null 2>&1 || die "mpirun not found (install openmpi-bin or set MPIRUN)"
+mpi_flags=(--oversubscribe --bind-to none)
+[ "$(id -u)" = 0 ] && mpi_flags+=(--allow-run-as-root)
+# Both runs: Open MPI on TCP over the (shaped) loopback, never shared memory.
+tcp_flags=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+bench_args=(-m "$sizes" -i "$iters" -x "$warmup" -L "$limit" -d "$dtype" -t "$kind" -f -o csv ${extra[@]+"${extra[@]}"})
+
+# --------------------------------------------------- inside the namespace
+if [ -n "$inside" ]; then
+    step=0 total=0
+    if [ -n "$progress" ]; then step=$(( ${progress%/*} - 1 )); total=${progress#*/}; fi
+    label() {
+        step=$((step + 1))
+        if [ -n "$progress" ]; then printf '[%d/%d] ' "$step" "$total" >&2; fi
+        printf 'np=%s rate=%s codec=%s %s ...\n' "$np" "$rate" "$1" "$2" >&2
+    }
+    # shellcheck disable=SC2086
+    run_one() {  # name, then environment assignments for mpirun -x
+        local name=$1; shift
+        local t0=$SECONDS
+        "$mpirun_cmd" "${mpi_flags[@]}" -np "$np" "${tcp_flags[@]}" ${MPIRUN_ARGS:-} "$@" \
+            "$bench" "${bench_args[@]}" >"$workdir/$name.csv" 2>"$workdir/$name.err"
+        local rc=$?
+        echo "$rc" >"$workdir/$name.rc"
+        if [ "$rc" != 0 ]; then
+            echo "    failed (exit $rc) after $((SECONDS - t0)) s; last lines of its output:" >&2
+            tail -n 5 "$workdir/$name.err" | sed 's/^/    | /' >&2
+        else
+            echo "    done in $((SECONDS - t0)) s" >&2
+        fi
+    }
+    label "(plain MPI baseline)" ""
+    (unset LD_PRELOAD; run_one baseline)
+    i=0
+    for c in "${codecs[@]}"; do
+        i=$((i + 1))
+        label "$c" "(terse)"
+        envs=(-x LD_PRELOAD="$libterse" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$plugin_path${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
+              -x TERSE_UCX_TLS="${TERSE_UCX_TLS:-tcp}" -x TERSE_UCX_NET_DEVICES="${TERSE_UCX_NET_DEVICES:-lo}")
+        for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
+            case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) ;; *) envs+=(-x "$v") ;; esac
+        done
+        run_one "terse$i" "${envs[@]}"
+    done
+    exit 0
+fi
+
+# ------------------------------------------------------------ outside: run
+# Codecs whose plugin is missing are dropped here with a note, so one
+# missing module does not cost a whole namespace run.
+kept=()
+for c in "${codecs[@]}"; do
+    if plugin_present "$c"; then kept+=("$c")
+    else echo "$prog: skipping codec \"$c\": plugin terse_${c%%:*}.so not found in $plugin_path" >&2; fi
+done
+if [ -n "$check_codecs" ]; then
+    for c in ${kept[@]+"${kept[@]}"}; do echo "$c"; done
+    exit 0
+fi
+[ ${#kept[@]} -gt 0 ] || die "no codec left to run (plugins missing)"
+codecs=("${kept[@]}")
+
+workdir=$(mktemp -d "${TMPDIR:-/tmp}/terse-compare.XXXXXX")
+trap 'rm -rf "$workdir"' EXIT
+inner=("$0" --inside "$workdir" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
+       -d "$dtype" -t "$kind" ${prefix:+--prefix "$prefix"} ${build:+--build "$build"} ${progress:+--progress "$progress"})
+for c in "${codecs[@]}"; do inner+=(--codec "$c"); done
+inner+=(-- ${extra[@]+"${extra[@]}"})
+if [ "$use_netns" = 1 ]; then
+    "$here/netns-run.sh" --rate "$rate" ${delay:+--delay "$delay"} -- "${inner[@]}" || exit $?
+else
+    rate="host-lo(unshaped)"
+    "${inner[@]}" || exit $?
+fi
+
+# ------------------------------------------------------------ outside: table
+rc_of() { cat "$workdir/$1.rc" 2>/dev/null || echo 1; }
+meta() { sed -n "s/^# $2: //p" "$workdir/$1.csv" | head -n1; }
+mpi_lib=$(meta baseline "MPI library")
+[ "$(rc_of baseline)" = 0 ] || { echo "$prog: the plain MPI baseline failed:" >&2; cat "$workdir/baseline.err" >&2; exit 1; }
+
+echo "# terse vs plain MPI: MPI_Allreduce(SUM), np=$np, $dtype, data=$kind, rate=$rate${delay:+, delay=$delay}"
+echo "# MPI library: $mpi_lib"
+if [ "$use_netns" = 1 ]; then
+    echo "# Fabric: all $np ranks share ONE loopback shaped to $rate in a private network namespace"
+    echo "#   (shared-link model: the rate is the aggregate of all ranks' traffic, not per rank)."
+else
+    echo "# Fabric: the host's unshaped loopback (--no-netns)."
+fi
+echo "# Baseline: mpirun ${tcp_flags[*]} (Open MPI on TCP over lo)"
+echo "# terse:    same mpirun flags + LD_PRELOAD=$libterse TERSE_UCX_TLS=${TERSE_UCX_TLS:-tcp} TERSE_UCX_NET_DEVICES=${TERSE_UCX_NET_DEVICES:-lo}"
+env | grep '^TERSE_' | grep -v '^TERSE_\(CODEC\|PLUGIN_PATH\|UCX_TLS\|UCX_NET_DEVICES\)=' | sed 's/^/#   also /'
+echo "# speedup = MPI avg / terse avg latency (>1: terse faster); busbw = size/avg * 2(n-1)/n"
+
+fail=0
+i=0
+for c in "${codecs[@]}"; do
+    i=$((i + 1))
+    echo
+    echo "## codec $c"
+    if [ "$(rc_of terse$i)" != 0 ]; then
+        echo "terse run FAILED (exit $(rc_of terse$i)):"
+        tail -n 15 "$workdir/terse$i.err" | sed 's/^/  | /'
+        fail=1
+        continue
+    fi
+    # Join the two CSVs on size.
+    awk -F, -v np="$np" -v rate="$rate" -v delay="${delay:-0}" -v codec="$c" -v dtype="$dtype" -v kind="$kind" \
+        -v csv="$csv_out" '
+    function human(b) {
+        if (b >= 1073741824 && b % 1073741824 == 0) return (b / 1073741824) "G"
+        if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
+        if (b >= 1024 && b % 1024 == 0) return (b / 1024) "K"
+        return b
+    }
+    FNR == 1 { file++ }
+    /^#/ || /^size,/ { next }
+    file == 1 { mavg[$1] = $2; mbw[$1] = $6; merr[$1] = $9; mit[$1] = $5; next }
+    file == 2 {
+        order[++n] = $1; tavg[$1] = $2; tbw[$1] = $6; ratio[$1] = $7; tabs[$1] = $8; terr[$1] = $9
+        tit[$1] = $5; ident[$1] = $10
+    }
+    END {
+        printf "%-7s %13s %13s %8s %10s %10s %7s %10s %10s\n", "Size", "MPI avg(us)", "terse avg(us)",
+               "speedup", "MPI busbw", "terse bw", "wire", "MPI", "terse"
+        printf "%-7s %13s %13s %8s %10s %10s %7s %10s %10s\n", "", "", "", "", "(GB/s)", "(GB/s)", "ratio",
+               "max rel", "max rel"
+        for (k = 1; k <= n; k++) {
+            s = order[k]
+            if (!(s in mavg)) continue
+            sp = tavg[s] > 0 ? mavg[s] / tavg[s] : 0
+            printf "%-7s %13.1f %13.1f %7.2fx %10.3f %10.3f %7s %10.2e %10.2e%s\n", human(s), mavg[s], tavg[s],
+                   sp, mbw[s], tbw[s], (ratio[s] == "" ? "-" : ratio[s]), merr[s], terr[s],
+                   (ident[s] == "1" ? "" : "  (ranks differ!)")
+            if (csv != "") {
+                if (!header_done) {
+                    if ((getline line < csv) <= 0)
+                        print "np,rate,delay,codec,dtype,data,size,mpi_avg_us,terse_avg_us,speedup,mpi_busbw_gbs,terse_busbw_gbs,wire_ratio,mpi_max_rel_err,terse_max_abs_err,terse_max_rel_err,mpi_iterations,terse_iterations,terse_identical" >> csv
+                    close(csv); header_done = 1
+                }
+                printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", np, rate, delay, codec, dtype,
+                       kind, s, mavg[s], tavg[s], sp, mbw[s], tbw[s], ratio[s], merr[s], tabs[s], terr[s], mit[s],
+                       tit[s], ident[s] >> csv
+            }
+        }
+    }' "$workdir/baseline.csv" "$workdir/terse$i.csv"
+    if ! grep -q '^# terse: [0-9]' "$workdir/terse$i.csv"; then
+        echo "note: terse was not loaded in this run (LD_PRELOAD of $libterse had no effect)"
+    fi
+done
+exit $fail
