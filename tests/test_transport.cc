@@ -4,6 +4,8 @@
 // never leaves another waiting on a message that is not coming, and every
 // wait has a deadline so a lost message fails the test instead of hanging.
 //
+// `test_transport --multi` initializes MPI and the transport for
+// MPI_THREAD_MULTIPLE and adds a test where threads share the worker.
 // `test_transport --pingpong` instead prints a 1 MiB ping-pong measurement
 // between ranks 0 and 1 (for information; no test asserts on time).
 #include "transport.h"
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using terse::make_tag;
@@ -25,6 +28,7 @@ using terse::Transport;
 namespace {
 
 int g_rank = 0, g_size = 1;
+bool g_multi = false;
 
 int right() { return (g_rank + 1) % g_size; }
 int left() { return (g_rank + g_size - 1) % g_size; }
@@ -36,7 +40,9 @@ Transport *tp() { return Transport::get(); }
 bool wait(Request &r, Status *st, double seconds = 30.0) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (!r.test(st)) {
-        tp()->progress();
+        // Yield when idle: the ranks (and threads) share 2 cores under
+        // oversubscription, and a spinning waiter starves the sender.
+        if (tp()->progress() == 0) std::this_thread::yield();
         if (std::chrono::steady_clock::now() > deadline) return false;
     }
     return true;
@@ -64,6 +70,39 @@ protected:
     void SetUp() override { ASSERT_NE(tp(), nullptr) << "transport not initialized"; }
     void TearDown() override { MPI_Barrier(MPI_COMM_WORLD); }
 };
+
+// First, so that the threads also race to create the endpoints.
+TEST_F(TransportTest, ThreadsShareTheWorker) {
+    if (!g_multi) GTEST_SKIP() << "needs --multi (MPI_THREAD_MULTIPLE)";
+    constexpr int kThreads = 2, kRounds = 100;
+    std::vector<int> errors(kThreads, 0);
+    auto body = [&](int t) {
+        for (int round = 0; round < kRounds; ++round) {
+            size_t n = round % 2 ? size_t(256) << 10 : 64;
+            size_t salt = size_t(t * 1000 + round);
+            auto out = make_buffer(g_rank, n, salt);
+            std::vector<unsigned char> in(n, 0);
+            Request rr, sr;
+            uint32_t ctx = 20 + uint32_t(t);
+            if (tp()->irecv(left(), make_tag(ctx, left(), uint32_t(round), 0), in.data(), n, &rr) != TERSE_OK ||
+                tp()->isend(right(), make_tag(ctx, g_rank, uint32_t(round), 0), out.data(), n, &sr) != TERSE_OK) {
+                ++errors[t];
+                return;
+            }
+            Status st1 = TERSE_ERR_INVALID, st2 = TERSE_ERR_INVALID;
+            if (!wait(rr, &st1) || !wait(sr, &st2) || st1 != TERSE_OK || st2 != TERSE_OK ||
+                rr.received_length() != n || count_mismatches(in, n, left(), salt) != 0) {
+                ++errors[t];
+                return;
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back(body, t);
+    for (auto &th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], 0) << "thread " << t;
+    EXPECT_LE(tp()->endpoint_count(), size_t(g_size - 1));
+}
 
 TEST_F(TransportTest, WorldRankAndSize) {
     EXPECT_EQ(tp()->world_rank(), g_rank);
@@ -372,7 +411,17 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    bool want_pingpong = false;
+    for (int i = 1; i < argc; ++i) {
+        want_pingpong |= std::strcmp(argv[i], "--pingpong") == 0;
+        g_multi |= std::strcmp(argv[i], "--multi") == 0;
+    }
+    if (g_multi) {
+        int provided = MPI_THREAD_SINGLE;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     ::testing::InitGoogleTest(&argc, argv);
@@ -382,10 +431,7 @@ int main(int argc, char **argv) {
         listeners.Append(new RankFailurePrinter);
     }
 
-    bool want_pingpong = false;
-    for (int i = 1; i < argc; ++i) want_pingpong |= std::strcmp(argv[i], "--pingpong") == 0;
-
-    Status st = Transport::init(false);
+    Status st = Transport::init(g_multi);
     int ok = st == TERSE_OK, all_ok = 0;
     if (!ok) fprintf(stderr, "[rank %d] Transport::init failed: %s\n", g_rank, terse::last_error());
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Multi-rank tests of the UCX transport: 2 and 3 ranks, with UCX's default
 # transports (shared memory here) and with TERSE_UCX_TLS=tcp (TCP loopback,
-# what the benchmarks use).  Each run is bounded so a lost message fails
+# what the benchmarks use), then with a multi-threaded worker.  Each run is bounded so a lost message fails
 # instead of hanging make check.
 prog=./test_transport
 if [ ! -x "$prog" ]; then
@@ -29,4 +29,7 @@ for np in 2 3; do
     run "np=$np default transports" timeout 120 $MPIRUN $MPIRUN_FLAGS -np $np $prog
     run "np=$np TERSE_UCX_TLS=tcp" env TERSE_UCX_TLS=tcp timeout 120 $MPIRUN $MPIRUN_FLAGS -np $np $prog
 done
+# MPI_THREAD_MULTIPLE: a multi-threaded worker shared by several threads.
+run "np=3 --multi default transports" timeout 120 $MPIRUN $MPIRUN_FLAGS -np 3 $prog --multi
+run "np=3 --multi TERSE_UCX_TLS=tcp" env TERSE_UCX_TLS=tcp timeout 120 $MPIRUN $MPIRUN_FLAGS -np 3 $prog --multi
 exit $status
