@@ -42,7 +42,9 @@ public:
 
     bool active() const { return req_ != nullptr || state_ != State::Idle; }
     // Non-blocking check; does not progress the worker.  Returns true when
-    // complete; *status is TERSE_OK or the failure (message names the peer).
+    // complete (an idle request counts as complete); *status is TERSE_OK or
+    // the failure (message names the peer; a message longer than the
+    // receive buffer fails with "Message truncated").
     bool test(Status *status);
     size_t received_length() const { return length_; }
     void release();  // cancel if pending, then free
@@ -73,6 +75,9 @@ public:
     int world_rank() const;
     int world_size() const;
 
+    // A request that is still active is released (cancelled) first.  The
+    // receive matches on the full tag only (UCX matches per worker, not per
+    // peer), so the tag must name the sender; world_peer is for messages.
     Status isend(int world_peer, uint64_t tag, const void *buf, size_t len, Request *req);
     Status irecv(int world_peer, uint64_t tag, void *buf, size_t capacity, Request *req);
     // Drive UCX; returns nonzero if any progress was made.
