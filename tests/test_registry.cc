@@ -148,6 +148,9 @@ struct Broken {
     std::string needle;  // what the message must say
 };
 
+// Without this gtest prints the struct's bytes, padding included.
+void PrintTo(const Broken &b, std::ostream *os) { *os << b.file; }
+
 class BrokenPluginTest : public RegistryTest, public ::testing::WithParamInterface<Broken> {};
 
 TEST_P(BrokenPluginTest, RefusedWithMessageNamingFileAndProblem) {
