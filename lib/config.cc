@@ -42,6 +42,25 @@ bool value_char(char c) {
            c != '\r' && c != '\v' && c != '\f';
 }
 
+// Booleans as users write them in shells and config files.
+bool bool_from(std::string_view text, bool *out) {
+    const std::string v = lower(text);
+    if (v == "1" || v == "on" || v == "true" || v == "yes") { *out = true; return true; }
+    if (v == "0" || v == "off" || v == "false" || v == "no") { *out = false; return true; }
+    return false;
+}
+
+// -1 (codec default), 0 or 1; out may be null to only check.
+bool feedback_from(std::string_view text, int *out) {
+    bool on;
+    int v;
+    if (lower(text) == "default") v = -1;
+    else if (bool_from(text, &on)) v = on ? 1 : 0;
+    else return false;
+    if (out) *out = v;
+    return true;
+}
+
 // Parses the grammar; returns "" on success or the reason it was refused.
 std::string parse_codec(std::string_view text, CodecSpec *out) {
     const size_t colon = text.find(':');
@@ -71,6 +90,9 @@ std::string parse_codec(std::string_view text, CodecSpec *out) {
                        "' contains ',', ':', '=' or a space";
             for (const auto &kv : spec.params)
                 if (kv.first == key) return "parameter '" + std::string(key) + "' is given twice";
+            if (key == "feedback" && !feedback_from(value, nullptr))
+                return "value '" + quote(value) + "' of parameter 'feedback' is not one of " +
+                       kFeedbackAccepted;
             spec.params.emplace_back(std::string(key), std::string(value));
             if (comma == std::string_view::npos) break;
             rest = rest.substr(comma + 1);
@@ -104,14 +126,6 @@ bool size_from(std::string_view text, size_t *out) {
     if (v > std::numeric_limits<size_t>::max()) return false;
     *out = static_cast<size_t>(v);
     return true;
-}
-
-// Booleans as users write them in shells and config files.
-bool bool_from(std::string_view text, bool *out) {
-    const std::string v = lower(text);
-    if (v == "1" || v == "on" || v == "true" || v == "yes") { *out = true; return true; }
-    if (v == "0" || v == "off" || v == "false" || v == "no") { *out = false; return true; }
-    return false;
 }
 
 bool int_from(std::string_view text, long long lo, long long hi, long long *out) {
@@ -196,7 +210,18 @@ Status config_apply(CommConfig *cfg, std::string_view key, std::string_view raw_
     if (key == "enable") {
         if (!bool_from(value, &cfg->enable)) return invalid(source, key, value, kBoolAccepted);
     } else if (key == "codec") {
-        return codec_spec_parse(value, source, &cfg->codec);
+        CodecSpec spec;
+        if (Status st = codec_spec_parse(value, source, &spec); st != TERSE_OK) return st;
+        // Error feedback is the engine's, for every codec: "zfp:rate=8,feedback=on"
+        // is shorthand for codec=zfp:rate=8 plus feedback=on from the same
+        // source, so the setting lives in one field and reaches the engine.
+        auto fb = std::find_if(spec.params.begin(), spec.params.end(),
+                               [](const auto &kv) { return kv.first == "feedback"; });
+        if (fb != spec.params.end()) {
+            feedback_from(fb->second, &cfg->feedback);  // checked by the parser
+            spec.params.erase(fb);
+        }
+        cfg->codec = std::move(spec);
     } else if (key == "min_bytes") {
         return apply_size(&cfg->min_bytes, key, value, 0, kMinBytesMax,
                           "a size 0..1T in bytes with an optional suffix K, M, G or T "
@@ -220,10 +245,8 @@ Status config_apply(CommConfig *cfg, std::string_view key, std::string_view raw_
         else if (v == "gather") cfg->algorithm = Algorithm::Gather;
         else return invalid(source, key, value, kAlgorithmAccepted);
     } else if (key == "feedback") {
-        bool on;
-        if (lower(value) == "default") cfg->feedback = -1;
-        else if (bool_from(value, &on)) cfg->feedback = on ? 1 : 0;
-        else return invalid(source, key, value, kFeedbackAccepted);
+        if (!feedback_from(value, &cfg->feedback))
+            return invalid(source, key, value, kFeedbackAccepted);
     } else if (key == "verify") {
         if (!bool_from(value, &cfg->verify)) return invalid(source, key, value, kBoolAccepted);
     } else {

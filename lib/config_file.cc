@@ -24,7 +24,7 @@ struct FileCloser {
 };
 
 // Comments start a line or follow a blank: a '#' or ';' glued to other text
-// stays part of it (no valid value contains one, so the value check reports it).
+// stays part of it, since codec parameter values may contain either.
 std::string_view strip_comment(std::string_view line) {
     for (size_t i = 0; i < line.size(); ++i)
         if ((line[i] == '#' || line[i] == ';') &&

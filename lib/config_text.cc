@@ -54,10 +54,15 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest(std::string_view word, const std::vector<std::string> &candidates) {
+    const std::string w = lower(word);
     std::string best;
     size_t best_d = static_cast<size_t>(-1);
     for (const auto &c : candidates) {
-        const size_t d = edit_distance(word, c);
+        // Scores in half steps: a shortened name (TERSE_PIPELINE, chunk) is
+        // a slip and a half from the full one, however many letters were
+        // left off; a real one-letter slip still wins over it.
+        size_t d = 2 * edit_distance(w, c);
+        if (!w.empty() && lower(c).compare(0, w.size(), w) == 0) d = std::min<size_t>(d, 3);
         if (d < best_d) {
             best_d = d;
             best = c;
