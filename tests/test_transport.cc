@@ -371,7 +371,7 @@ TEST_F(TransportTest, FinalizeTwice) {
 
 void pingpong() {
     if (g_size < 2) return;
-    const size_t sizes[] = {8, size_t(1) << 20};
+    const size_t sizes[] = {8, size_t(64) << 10, size_t(1) << 20, size_t(4) << 20};
     for (size_t n : sizes) {
         std::vector<unsigned char> buf(n, 1);
         int iters = n < 4096 ? 2000 : 200;
