@@ -115,6 +115,7 @@ TEST(CodecSpec, Errors) {
         {"quantize:bits=4=5", "contains"},
         {"quantize:bits=4:block=2", "contains"},
         {"quantize:bits=\t4", "contains"},
+        {"quantize:feedback=sometimes", "parameter 'feedback' is not one of default, 1, 0, on, off"},
     };
     for (const auto &c : cases) {
         CodecSpec s;
@@ -432,6 +433,7 @@ TEST(Environment, MisspelledVariablesSuggestClosest) {
         {"TERSE_STAT=1", "TERSE_STATS"},
         {"TERSE_CAPTURE_INTERVALS=2", "TERSE_CAPTURE_INTERVAL"},
         {"TERSE_ENABLED=1", "TERSE_ENABLE"},
+        {"TERSE_codec=zfp", "TERSE_CODEC"},
         {"TERSE_UCX=tcp", "TERSE_CODEC"},  // not the UCX_ prefix; suggestion is whatever is closest
     };
     for (const auto &[var, near] : cases) {
