@@ -36,6 +36,10 @@ Usage: perf/compare.sh [options] [-- extra terse-osu-allreduce options]
   --build DIR      terse build tree (default: $top/build)
   --prefix DIR     installed terse instead of a build tree
   --no-netns       no namespace and no shaping (no root needed); still TCP over lo
+  --native         no namespace, and both MPI and terse's UCX on their default
+                   transports (shared memory): e.g. the small-message overhead
+  --repeat N       run baseline and terse N times, interleaved, and report the
+                   median latency per size (steadier on a busy machine)
   --csv FILE       append the comparison rows to FILE (CSV, header if new)
   --progress K/T   label progress lines starting at step K of T (for report.sh)
   --check-codecs   only print the --codec values whose plugin is present
@@ -48,7 +52,7 @@ die() { echo "$prog: $*" >&2; exit 2; }
 
 # ------------------------------------------------------------------ options
 np=2 rate=1gbit delay="" sizes=1M:64M iters=20 warmup=2 limit=3 dtype=float kind=laplace
-build="" prefix="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs=""
+build="" prefix="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs="" native="" repeat=1
 codecs=()
 extra=()
 need() { [ "$2" -ge 2 ] || die "$1 needs a value (see --help)"; }
@@ -67,10 +71,12 @@ while [ $# -gt 0 ]; do
     --build) need "$1" $#; build=$2; shift 2 ;;
     --prefix) need "$1" $#; prefix=$2; shift 2 ;;
     --no-netns) use_netns=0; shift ;;
+    --native) use_netns=0; native=1; shift ;;
     --csv) need "$1" $#; csv_out=$2; shift 2 ;;
     --progress) need "$1" $#; progress=$2; shift 2 ;;
     --inside) need "$1" $#; inside=1; workdir=$2; shift 2 ;;   # internal: run inside the namespace
     --check-codecs) check_codecs=1; shift ;;
+    --repeat) need "$1" $#; repeat=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     *) usage >&2; die "unknown argument \"$1\"" ;;
@@ -78,6 +84,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#codecs[@]} -gt 0 ] || codecs=(none)
 case "$np" in ''|*[!0-9]*|0|1) die "-np: expected a rank count >= 2, got \"$np\"" ;; esac
+case "$repeat" in ''|*[!0-9]*|0) die "--repeat: expected a count >= 1, got \"$repeat\"" ;; esac
 case "$dtype" in float|double) ;; *) die "-d: expected float or double, got \"$dtype\"" ;; esac
 
 # ------------------------------------------------------- locate the binaries
@@ -118,6 +125,13 @@ mpi_flags=(--oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpi_flags+=(--allow-run-as-root)
 # Both runs: Open MPI on TCP over the (shaped) loopback, never shared memory.
 tcp_flags=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+ucx_envs=(-x TERSE_UCX_TLS="${TERSE_UCX_TLS:-tcp}" -x TERSE_UCX_NET_DEVICES="${TERSE_UCX_NET_DEVICES:-lo}")
+if [ -n "$native" ]; then
+    tcp_flags=()
+    ucx_envs=()
+    [ -n "${TERSE_UCX_TLS:-}" ] && ucx_envs+=(-x TERSE_UCX_TLS)
+    [ -n "${TERSE_UCX_NET_DEVICES:-}" ] && ucx_envs+=(-x TERSE_UCX_NET_DEVICES)
+fi
 bench_args=(-m "$sizes" -i "$iters" -x "$warmup" -L "$limit" -d "$dtype" -t "$kind" -f -o csv ${extra[@]+"${extra[@]}"})
 
 # --------------------------------------------------- inside the namespace
@@ -127,13 +141,13 @@ if [ -n "$inside" ]; then
     label() {
         step=$((step + 1))
         if [ -n "$progress" ]; then printf '[%d/%d] ' "$step" "$total" >&2; fi
-        printf 'np=%s rate=%s codec=%s %s ...\n' "$np" "$rate" "$1" "$2" >&2
+        printf 'np=%s rate=%s %s%s ...\n' "$np" "$rate" "$1" "${2:+ $2}" >&2
     }
     # shellcheck disable=SC2086
     run_one() {  # name, then environment assignments for mpirun -x
         local name=$1; shift
         local t0=$SECONDS
-        "$mpirun_cmd" "${mpi_flags[@]}" -np "$np" "${tcp_flags[@]}" ${MPIRUN_ARGS:-} "$@" \
+        "$mpirun_cmd" "${mpi_flags[@]}" -np "$np" ${tcp_flags[@]+"${tcp_flags[@]}"} ${MPIRUN_ARGS:-} "$@" \
             "$bench" "${bench_args[@]}" >"$workdir/$name.csv" 2>"$workdir/$name.err"
         local rc=$?
         echo "$rc" >"$workdir/$name.rc"
@@ -144,18 +158,22 @@ if [ -n "$inside" ]; then
             echo "    done in $((SECONDS - t0)) s" >&2
         fi
     }
-    label "(plain MPI baseline)" ""
-    (unset LD_PRELOAD; run_one baseline)
-    i=0
-    for c in "${codecs[@]}"; do
-        i=$((i + 1))
-        label "$c" "(terse)"
-        envs=(-x LD_PRELOAD="$libterse" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$plugin_path${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
-              -x TERSE_UCX_TLS="${TERSE_UCX_TLS:-tcp}" -x TERSE_UCX_NET_DEVICES="${TERSE_UCX_NET_DEVICES:-lo}")
-        for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
-            case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) ;; *) envs+=(-x "$v") ;; esac
+    for r in $(seq 1 "$repeat"); do
+        rep=""
+        [ "$repeat" -gt 1 ] && rep="(round $r/$repeat)"
+        label "plain MPI (baseline)" "$rep"
+        (unset LD_PRELOAD; run_one "baseline.$r")
+        i=0
+        for c in "${codecs[@]}"; do
+            i=$((i + 1))
+            label "terse codec=$c" "$rep"
+            envs=(-x LD_PRELOAD="$libterse" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$plugin_path${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
+                  ${ucx_envs[@]+"${ucx_envs[@]}"})
+            for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
+                case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) ;; *) envs+=(-x "$v") ;; esac
+            done
+            run_one "terse$i.$r" "${envs[@]}"
         done
-        run_one "terse$i" "${envs[@]}"
     done
     exit 0
 fi
@@ -177,18 +195,54 @@ codecs=("${kept[@]}")
 
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/terse-compare.XXXXXX")
 trap 'rm -rf "$workdir"' EXIT
-inner=("$0" --inside "$workdir" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
+inner=("$0" --inside "$workdir" ${native:+--native} --repeat "$repeat" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
        -d "$dtype" -t "$kind" ${prefix:+--prefix "$prefix"} ${build:+--build "$build"} ${progress:+--progress "$progress"})
 for c in "${codecs[@]}"; do inner+=(--codec "$c"); done
 inner+=(-- ${extra[@]+"${extra[@]}"})
 if [ "$use_netns" = 1 ]; then
     "$here/netns-run.sh" --rate "$rate" ${delay:+--delay "$delay"} -- "${inner[@]}" || exit $?
 else
-    rate="host-lo(unshaped)"
+    if [ -n "$native" ]; then rate="native"; else rate="host-lo"; fi
     "${inner[@]}" || exit $?
 fi
 
 # ------------------------------------------------------------ outside: table
+# Rounds -> one result per run: the median latency over rounds per size (a
+# failed round fails the run).  Errors and ratios come from the first round.
+for name in baseline $(seq -f 'terse%g' 1 ${#codecs[@]}); do
+    rc=0
+    files=()
+    for r in $(seq 1 "$repeat"); do
+        [ "$(cat "$workdir/$name.$r.rc" 2>/dev/null || echo 1)" = 0 ] || { rc=$(cat "$workdir/$name.$r.rc" 2>/dev/null || echo 1); cp "$workdir/$name.$r.err" "$workdir/$name.err"; break; }
+        files+=("$workdir/$name.$r.csv")
+    done
+    echo "$rc" >"$workdir/$name.rc"
+    [ "$rc" = 0 ] || continue
+    cp "$workdir/$name.1.err" "$workdir/$name.err"
+    awk -F, -v OFS=, -v np="$np" -v rounds="$repeat" '
+    FNR == 1 { file++ }
+    /^#/ { if (file == 1) print; next }
+    /^size,/ { if (file == 1) print; next }
+    {
+        if (file == 1) { order[++n] = $1; row[$1] = $0 }
+        v[$1, file] = $2; if (file == 1 || $3 < mn[$1]) mn[$1] = $3; if (file == 1 || $4 > mx[$1]) mx[$1] = $4
+        it[$1] += $5
+    }
+    END {
+        for (k = 1; k <= n; k++) {
+            s = order[k]; m = 0
+            for (f = 1; f <= rounds; f++) a[f] = v[s, f]
+            for (f = 2; f <= rounds; f++) for (g = f; g > 1 && a[g] < a[g - 1]; g--) { t = a[g]; a[g] = a[g - 1]; a[g - 1] = t }
+            med = rounds % 2 ? a[(rounds + 1) / 2] : (a[rounds / 2] + a[rounds / 2 + 1]) / 2
+            split(row[s], c, ",")
+            c[2] = sprintf("%.2f", med); c[3] = sprintf("%.2f", mn[s]); c[4] = sprintf("%.2f", mx[s]); c[5] = it[s]
+            c[6] = sprintf("%.4f", med > 0 ? s / (med * 1e-6) / 1e9 * 2 * (np - 1) / np : 0)
+            line = c[1]; for (j = 2; j in c; j++) line = line OFS c[j]
+            print line
+            delete c
+        }
+    }' "${files[@]}" >"$workdir/$name.csv"
+done
 rc_of() { cat "$workdir/$1.rc" 2>/dev/null || echo 1; }
 meta() { sed -n "s/^# $2: //p" "$workdir/$1.csv" | head -n1; }
 mpi_lib=$(meta baseline "MPI library")
@@ -199,11 +253,18 @@ echo "# MPI library: $mpi_lib"
 if [ "$use_netns" = 1 ]; then
     echo "# Fabric: all $np ranks share ONE loopback shaped to $rate in a private network namespace"
     echo "#   (shared-link model: the rate is the aggregate of all ranks' traffic, not per rank)."
+elif [ -n "$native" ]; then
+    echo "# Fabric: none emulated (--native): MPI and UCX pick their own transports (shared memory)."
 else
     echo "# Fabric: the host's unshaped loopback (--no-netns)."
 fi
-echo "# Baseline: mpirun ${tcp_flags[*]} (Open MPI on TCP over lo)"
-echo "# terse:    same mpirun flags + LD_PRELOAD=$libterse TERSE_UCX_TLS=${TERSE_UCX_TLS:-tcp} TERSE_UCX_NET_DEVICES=${TERSE_UCX_NET_DEVICES:-lo}"
+if [ -n "$native" ]; then
+    echo "# Baseline: mpirun ${mpi_flags[*]} (the MPI library's default transports)"
+    echo "# terse:    same mpirun flags + LD_PRELOAD=$libterse ${ucx_envs[*]:-}"
+else
+    echo "# Baseline: mpirun ${tcp_flags[*]} (Open MPI on TCP over lo)"
+    echo "# terse:    same mpirun flags + LD_PRELOAD=$libterse TERSE_UCX_TLS=${TERSE_UCX_TLS:-tcp} TERSE_UCX_NET_DEVICES=${TERSE_UCX_NET_DEVICES:-lo}"
+fi
 env | grep '^TERSE_' | grep -v '^TERSE_\(CODEC\|PLUGIN_PATH\|UCX_TLS\|UCX_NET_DEVICES\)=' | sed 's/^/#   also /'
 echo "# speedup = MPI avg / terse avg latency (>1: terse faster); busbw = size/avg * 2(n-1)/n"
 
@@ -228,6 +289,7 @@ for c in "${codecs[@]}"; do
         if (b >= 1024 && b % 1024 == 0) return (b / 1024) "K"
         return b
     }
+    function us(v) { return v < 100 ? sprintf("%.2f", v) : sprintf("%.1f", v) }
     FNR == 1 { file++ }
     /^#/ || /^size,/ { next }
     file == 1 { mavg[$1] = $2; mbw[$1] = $6; merr[$1] = $9; mit[$1] = $5; next }
@@ -244,7 +306,7 @@ for c in "${codecs[@]}"; do
             s = order[k]
             if (!(s in mavg)) continue
             sp = tavg[s] > 0 ? mavg[s] / tavg[s] : 0
-            printf "%-7s %13.1f %13.1f %7.2fx %10.3f %10.3f %7s %10.2e %10.2e%s\n", human(s), mavg[s], tavg[s],
+            printf "%-7s %13s %13s %7.2fx %10.3f %10.3f %7s %10.2e %10.2e%s\n", human(s), us(mavg[s]), us(tavg[s]),
                    sp, mbw[s], tbw[s], (ratio[s] == "" ? "-" : ratio[s]), merr[s], terr[s],
                    (ident[s] == "1" ? "" : "  (ranks differ!)")
             if (csv != "") {

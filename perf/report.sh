@@ -29,6 +29,7 @@ Usage: perf/report.sh [options]
   -m MIN:MAX       sizes in bytes (default 64K:64M)
   -i N, -x N, -L S iterations, warmup, seconds cap per size (default 20, 2, 2)
   -d TYPE, -t KIND datatype and data kind, as terse-osu-allreduce
+  --repeat N       N interleaved rounds, median latency (steadier; N times longer)
   --out DIR        output folder (default perf/results/<timestamp>)
   --build DIR      terse build tree (default: $top/build)
   --prefix DIR     installed terse instead of a build tree
@@ -41,7 +42,7 @@ die() { echo "$prog: $*" >&2; exit 2; }
 nps="2 4"
 rates="1gbit 10gbit 25gbit unshaped"
 codecs="none quantize:bits=8 quantize:bits=4 topk:ratio=0.01 errbound:rel=1e-3 zfp:rate=8"
-sizes=64K:64M iters=20 warmup=2 limit=2 dtype=float kind=laplace out="" loc=()
+sizes=64K:64M iters=20 warmup=2 limit=2 dtype=float kind=laplace out="" loc=() repeat=1
 need() { [ "$2" -ge 2 ] || die "$1 needs a value (see --help)"; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -57,6 +58,7 @@ while [ $# -gt 0 ]; do
     -d) need "$1" $#; dtype=$2; shift 2 ;;
     -t) need "$1" $#; kind=$2; shift 2 ;;
     --out) need "$1" $#; out=$2; shift 2 ;;
+    --repeat) need "$1" $#; repeat=$2; shift 2 ;;
     --build|--prefix) need "$1" $#; loc=("$1" "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument \"$1\"" ;;
@@ -83,7 +85,8 @@ rm -f "$csv"
 
 set -- $nps; n_np=$#
 set -- $rates; n_rates=$#
-total=$(( n_np * n_rates * (1 + ncodecs) ))
+case "$repeat" in ''|*[!0-9]*|0) die "--repeat: expected a count >= 1, got \"$repeat\"" ;; esac
+total=$(( n_np * n_rates * (1 + ncodecs) * repeat ))
 echo "$prog: $total runs: np in {$nps} x rate in {$rates} x (MPI baseline + $ncodecs codecs), sizes $sizes"
 echo "$prog: writing to $out"
 t_start=$SECONDS
@@ -94,10 +97,10 @@ for np in $nps; do
         echo "=== np=$np rate=$rate" >>"$log"
         # Progress lines go to the terminal (stderr), the tables to the log.
         "$here/compare.sh" ${loc[@]+"${loc[@]}"} -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" \
-            -L "$limit" -d "$dtype" -t "$kind" "${run_codecs[@]}" --csv "$csv" --progress "$step/$total" >>"$log"
+            -L "$limit" -d "$dtype" -t "$kind" --repeat "$repeat" "${run_codecs[@]}" --csv "$csv" --progress "$step/$total" >>"$log"
         rc=$?
         [ "$rc" = 0 ] || failed+=("np=$np rate=$rate (exit $rc, see compare.log)")
-        step=$(( step + 1 + ncodecs ))
+        step=$(( step + (1 + ncodecs) * repeat ))
     done
 done
 elapsed=$(( SECONDS - t_start ))
@@ -110,7 +113,7 @@ mpi_lib=$(sed -n 's/^# MPI library: //p' "$log" | head -n1)
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'), host: $(uname -n), $(nproc) cores, $(uname -r)"
     echo "- MPI library: $mpi_lib"
-    echo "- Command: \`perf/report.sh --np \"$nps\" --rates \"$rates\" --codecs \"$(echo $present)\" -m $sizes -i $iters -x $warmup -L $limit -d $dtype -t $kind\` ($elapsed s)"
+    echo "- Command: \`perf/report.sh --np \"$nps\" --rates \"$rates\" --codecs \"$(echo $present)\" -m $sizes -i $iters -x $warmup -L $limit -d $dtype -t $kind --repeat $repeat\` ($elapsed s)"
     echo "- Data: $dtype, kind \`$kind\` (different on every rank); errors are against an exact double-precision reference."
     echo "- Fabric: every (np, rate) runs in its own network namespace whose loopback is shaped with tc."
     echo "  **All ranks share that one loopback: a shared-link model, the rate is the aggregate of all ranks' traffic.**"
