@@ -12,7 +12,7 @@
 namespace terse_topk {
 
 template <typename U>
-constexpr U abs_mask() { return static_cast<U>(~U(0) >> 1); }
+constexpr U abs_mask() { return static_cast<U>(static_cast<U>(~U(0)) >> 1); }  // no int promotion
 
 // Key of the first Inf of each dtype (exponent all ones, mantissa zero).
 inline uint64_t inf_key(terse_dtype_t dt) {
