@@ -69,12 +69,15 @@ trap 'exit 143' TERM HUP
 
 ip netns add "$ns" || die "ip netns add $ns failed (is this a container without CAP_SYS_ADMIN?)"
 ip -n "$ns" link set lo up
+netem_missing() {
+    die "cannot add a netem qdisc for --delay: this kernel lacks sch_netem (try 'modprobe sch_netem'), or run without --delay"
+}
 if [ -n "$delay" ] && [ "$rate" != unshaped ]; then
     # netem delays, its child tbf limits the rate.
-    ip netns exec "$ns" tc qdisc add dev lo root handle 1: netem delay "$delay" limit 100000
+    ip netns exec "$ns" tc qdisc add dev lo root handle 1: netem delay "$delay" limit 100000 || netem_missing
     ip netns exec "$ns" tc qdisc add dev lo parent 1:1 handle 10: tbf rate "$rate" burst "$burst" latency 50ms
 elif [ -n "$delay" ]; then
-    ip netns exec "$ns" tc qdisc add dev lo root netem delay "$delay" limit 100000
+    ip netns exec "$ns" tc qdisc add dev lo root netem delay "$delay" limit 100000 || netem_missing
 elif [ "$rate" != unshaped ]; then
     ip netns exec "$ns" tc qdisc add dev lo root tbf rate "$rate" burst "$burst" latency 50ms
 fi
