@@ -1,1 +1,228 @@
-// placeholder until implemented
+// The engine's entry points: eligibility, building operations, waiting,
+// and the background progress list.
+#include "engine.h"
+
+#include "engine_op.h"
+#include "error_feedback.h"
+#include "link.h"
+#include "planner.h"
+#include "reduce_kernels.h"
+#include "transport.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace terse {
+
+size_t dtype_size(terse_dtype_t dt) { return dtype_bytes(dt); }
+
+// ---------------------------------------------------------------- Operation
+
+Status Operation::advance(bool *done) {
+    if (finished_.load(std::memory_order_acquire)) {
+        *done = true;
+        return final_ == TERSE_OK ? TERSE_OK : set_error(final_, "%s", final_msg_.c_str());
+    }
+    if (busy_.exchange(true, std::memory_order_acquire)) {
+        *done = false;
+        return TERSE_OK;
+    }
+    Status s = progress(done);
+    if (*done) {
+        final_ = s;
+        if (s != TERSE_OK) final_msg_ = last_error();
+        finished_.store(true, std::memory_order_release);
+    }
+    busy_.store(false, std::memory_order_release);
+    return s;
+}
+
+// ---------------------------------------------------------------- test hook
+
+namespace {
+std::atomic<int> g_corrupt{0};
+}  // namespace
+
+void g_corrupt_store(int count) { g_corrupt.store(count, std::memory_order_relaxed); }
+
+bool engine_take_corruption() {
+    if (__builtin_expect(g_corrupt.load(std::memory_order_relaxed) <= 0, 1)) return false;
+    return g_corrupt.fetch_sub(1, std::memory_order_relaxed) > 0;
+}
+
+// ---------------------------------------------------------------- trivial
+
+namespace {
+
+// Nothing to exchange: count 0, or a communicator of one rank (the result
+// is the input; in place there is nothing to do).
+class TrivialOp final : public OpBase {
+public:
+    using OpBase::OpBase;
+
+protected:
+    Status body(bool *done) override {
+        size_t bytes = args_.count * esize_;
+        if (bytes && args_.sendbuf != args_.recvbuf) std::memcpy(args_.recvbuf, args_.sendbuf, bytes);
+        *done = true;
+        return TERSE_OK;
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<OpBase> make_trivial_op(const EngineEnv &env, const CollArgs &args, const Plan &plan) {
+    return std::make_unique<TrivialOp>(env, args, plan);
+}
+
+Status make_operation(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args,
+                      std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
+                      std::unique_ptr<Operation> *out) {
+    const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
+    size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
+    Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
+    std::unique_ptr<OpBase> op;
+    try {
+        switch (plan.schedule) {
+        case Schedule::Trivial: op = make_trivial_op(env, args, plan); break;
+        case Schedule::Ring: op = make_ring_op(env, args, plan); break;
+        case Schedule::RecursiveDoubling: op = make_recursive_doubling_op(env, args, plan); break;
+        case Schedule::Gather: op = make_gather_op(env, args, plan); break;
+        }
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
+    }
+    Status s = op->start(std::move(own_link), std::move(own_control));
+    if (s != TERSE_OK) return s;
+    *out = std::move(op);
+    return TERSE_OK;
+}
+
+// ---------------------------------------------------------------- entry points
+
+bool engine_eligible(const CommState *st, const CollArgs &a) {
+    if (!st || !st->config.enable || st->size < 1) return false;
+    const size_t esize = dtype_bytes(a.dtype);
+    if (esize == 0) return false;
+    size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(st->size) : a.count;
+    if (elems * esize < st->config.min_bytes) return false;
+    if (!st->codec_params) return false;
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    if (!(d->dtypes & TERSE_DTYPE_BIT(a.dtype)) || !(d->mem_kinds & unsigned(a.mem))) return false;
+    if (a.dtype <= 0 || a.dtype >= TERSE_DTYPE_MAX_ || !st->codec[a.dtype]) return false;
+    if (a.op != TERSE_OP_SUM && a.op != TERSE_OP_MAX && a.op != TERSE_OP_MIN) return false;
+    const bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
+    if (!lossless) {
+        // Lossy codecs approximate sums of floating-point data, nothing else.
+        if (!dtype_is_float(a.dtype)) return false;
+        if (a.kind != CollKind::Allgather && a.op != TERSE_OP_SUM) return false;
+    }
+    return true;
+}
+
+Status engine_start(CommState *st, const CollArgs &args, Priority prio, std::unique_ptr<Operation> *op) {
+    if (!st->ready)
+        return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
+    CodecInstance *ci = nullptr;
+    Status s = comm_state_codec(st, args.dtype, &ci);
+    if (s != TERSE_OK) return s;
+    EngineEnv env;
+    env.rank = st->rank;
+    env.size = st->size;
+    env.ctx_id = st->ctx_id;
+    env.seq = st->seq++;
+    env.verify = st->config.verify;
+    env.codec = ci;
+    env.feedback = st->feedback;
+    if (st->feedback) {
+        if (!st->residuals) {
+            try {
+                st->residuals = std::make_unique<FeedbackStore>();
+            } catch (const std::bad_alloc &) {
+                return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for error feedback");
+            }
+        }
+        env.residuals = st->residuals.get();
+    }
+    env.stats = &st->stats;
+    env.comm_name = st->name;
+    st->stats.c.calls_intercepted++;
+    size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
+    st->stats.c.bytes_in += elems * dtype_bytes(args.dtype);
+    std::unique_ptr<Link> link;
+    std::unique_ptr<Control> control;
+    try {
+        link = make_transport_link(&st->world_rank_of);
+        control = make_mpi_control(st->comm);
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
+    }
+    s = make_operation(env, st->config, args, std::move(link), std::move(control), op);
+    if (s != TERSE_OK) return s;
+    (*op)->priority = prio;
+    return TERSE_OK;
+}
+
+Status engine_wait(Operation *op) {
+    for (;;) {
+        bool done = false;
+        Status s = op->advance(&done);
+        if (done) return s;
+        engine_progress_all();
+    }
+}
+
+Status engine_run(CommState *st, const CollArgs &args) {
+    std::unique_ptr<Operation> op;
+    Status s = engine_start(st, args, Priority::Normal, &op);
+    if (s != TERSE_OK) return s;
+    return engine_wait(op.get());
+}
+
+// ---------------------------------------------------------------- progress list
+
+namespace {
+std::mutex g_list_mu;
+std::vector<Operation *> g_list;  // highest priority first, then registration order
+std::atomic<int> g_list_size{0};
+}  // namespace
+
+void engine_progress_register(Operation *op) {
+    std::lock_guard<std::mutex> lk(g_list_mu);
+    auto pos = std::find_if(g_list.begin(), g_list.end(),
+                            [&](const Operation *o) { return int(o->priority) < int(op->priority); });
+    g_list.insert(pos, op);
+    g_list_size.store(int(g_list.size()), std::memory_order_release);
+}
+
+void engine_progress_unregister(Operation *op) {
+    std::lock_guard<std::mutex> lk(g_list_mu);
+    g_list.erase(std::remove(g_list.begin(), g_list.end(), op), g_list.end());
+    g_list_size.store(int(g_list.size()), std::memory_order_release);
+}
+
+unsigned engine_progress_all() {
+    unsigned moved = 0;
+    if (g_list_size.load(std::memory_order_acquire) > 0) {
+        std::unique_lock<std::mutex> lk(g_list_mu, std::try_to_lock);
+        if (lk.owns_lock()) {
+            for (Operation *op : g_list) {
+                if (op->finished()) continue;
+                bool done = false;
+                op->advance(&done);
+                ++moved;
+            }
+        }
+    }
+    if (Transport *t = Transport::get()) moved += t->progress();
+    return moved;
+}
+
+}  // namespace terse
+
+extern "C" void terse_engine_test_corrupt_next_sends(int count) {
+    terse::g_corrupt_store(count);
+}

@@ -14,8 +14,10 @@
 
 #include <terse/codec.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace terse {
 
@@ -27,6 +29,9 @@ enum class CollKind {
 
 enum class Priority { Low = 0, Normal = 1, High = 2 };
 
+// In place: Allreduce sendbuf == recvbuf.  ReduceScatterBlock: sendbuf ==
+// recvbuf holding count * size elements; the result goes to its first count
+// elements.  Allgather: sendbuf == recvbuf + rank * count.
 struct CollArgs {
     CollKind kind = CollKind::Allreduce;
     const void *sendbuf = nullptr;    // MPI_IN_PLACE already resolved: == recvbuf (or the rank's block)
@@ -45,6 +50,19 @@ public:
     // not); the returned status is final once *done.
     virtual Status progress(bool *done) = 0;
     Priority priority = Priority::Normal;
+
+    // What engine_wait and engine_progress_all call: progress() serialised
+    // across threads (a call that finds another thread inside returns at
+    // once with *done false) and the final status remembered, with its
+    // message re-raised on the calling thread.
+    Status advance(bool *done);
+    bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+private:
+    std::atomic<bool> busy_{false};
+    std::atomic<bool> finished_{false};
+    Status final_ = TERSE_OK;
+    std::string final_msg_;
 };
 
 size_t dtype_size(terse_dtype_t dt);
@@ -57,9 +75,25 @@ Status engine_wait(Operation *op);
 // Convenience: start + wait.
 Status engine_run(CommState *st, const CollArgs &args);
 
+// Background progress of non-blocking operations (e.g. a future
+// MPI_Iallreduce): registered operations are advanced, highest priority
+// first, by engine_progress_all(), which engine_wait also calls.  One thread
+// at a time progresses the list (others return at once); register and
+// unregister take a lock, so they belong in start/completion, not in loops.
+void engine_progress_register(Operation *op);
+void engine_progress_unregister(Operation *op);
+// Advances registered operations and the transport; returns nonzero if
+// anything moved.
+unsigned engine_progress_all();
+
 // Whether the engine would run this call at all (vs PMPI), given the
 // communicator's config and codec.  Depends only on arguments MPI requires
 // to match across ranks and on agreed configuration.
 bool engine_eligible(const CommState *st, const CollArgs &args);
 
 }  // namespace terse
+
+// Test hook, reachable only by calling it: the next `count` frames this
+// process sends get a flipped check value, so their receivers detect a
+// corrupt frame (tests of the poisoned mode: every rank must fail, none hang).
+extern "C" void terse_engine_test_corrupt_next_sends(int count);

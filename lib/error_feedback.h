@@ -1,5 +1,73 @@
-// Placeholder created by the lead so the tree compiles; the engine part replaces it.
+// Error feedback: the quantisation error a lossy codec made on this rank's
+// contribution in one call is remembered and added to the input of the next
+// call on the same buffer, so that errors do not accumulate over iterations
+// (the long-run sum of results tracks the long-run sum of exact results).
+//
+// Buffer identity: a residual belongs to one communicator (the store lives in
+// its CommState) and is keyed by the address of the call's input buffer
+// (sendbuf, or recvbuf for MPI_IN_PLACE) together with its element count and
+// datatype.  A call on the same address with a different count or datatype
+// drops the old residual and starts from zero.  At most kMaxEntries residuals
+// and kMaxBytes bytes are kept; the least recently used one is dropped first.
+// A buffer larger than kMaxBytes gets no feedback (logged once at info level).
+// The user's send buffer is never modified: the engine adds the residual to a
+// private copy of the input.
+//
+// What the residual holds depends on the reduction mode (see engine ops):
+//  - gather, summable: this rank's own quantisation error,
+//      r = (x + r_old) - decode(encode(x + r_old)), exact per chunk;
+//  - recompress: the encoding error of every chunk this rank encoded during
+//    the call (its own first hop and the partial sums it re-encoded), so that
+//    summed over ranks the residuals equal the total error of the result.
 #pragma once
+
+#include <terse/codec.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
 namespace terse {
-class FeedbackStore {};
+
+class FeedbackStore {
+public:
+    static constexpr size_t kMaxEntries = 16;
+    static constexpr size_t kMaxBytes = size_t(1) << 30;
+
+    explicit FeedbackStore(size_t max_entries = kMaxEntries, size_t max_bytes = kMaxBytes);
+    ~FeedbackStore();
+    FeedbackStore(const FeedbackStore &) = delete;
+    FeedbackStore &operator=(const FeedbackStore &) = delete;
+
+    // The residual of the buffer (count elements of dtype), zero-filled when
+    // new or when count/dtype changed.  nullptr when it would not fit the
+    // byte budget or memory ran out (the call then runs without feedback).
+    void *acquire(const void *key, size_t count, terse_dtype_t dtype, bool *created = nullptr);
+    // Forget the residual of key (e.g. after a failed call left it partial).
+    void drop(const void *key);
+    void clear();
+
+    size_t entries() const { return entries_.size(); }
+    size_t bytes() const { return bytes_; }
+
+private:
+    struct Entry {
+        const void *key;
+        size_t count;
+        terse_dtype_t dtype;
+        uint64_t last_use;
+        std::unique_ptr<uint8_t[]> data;
+        size_t nbytes;
+    };
+    void evict_for(size_t incoming, const void *keep);
+
+    size_t max_entries_;
+    size_t max_bytes_;
+    size_t bytes_ = 0;
+    uint64_t clock_ = 0;
+    bool warned_ = false;
+    std::vector<Entry> entries_;
+};
+
 }  // namespace terse
