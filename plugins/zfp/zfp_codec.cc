@@ -31,6 +31,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -218,6 +219,9 @@ int decode_t(Instance *in, const uint8_t *src, size_t src_len, void *dst, size_t
     const size_t used = zfp_decompress(in->zs, in->field);
     const uint64_t read_bits = stream_rtell(bs.bs);
     zfp_stream_set_bit_stream(in->zs, nullptr);
+#ifdef TERSE_ZFP_FUZZ_ORACLE
+    if (read_bits > uint64_t(stream_cap) * 8) abort();  // libzfp read past the buffer it was given
+#endif
     if (used == 0 || read_bits > zlen * 8) return TERSE_CODEC_ERR_CORRUPT;
 
     if (accumulate) {
