@@ -1,0 +1,260 @@
+// quantize: instance, sizes, statistics, encode, decode and combine.  The
+// element loops live in the kernels; this file checks every length and
+// value the kernels rely on.
+#include "quantize_codec.h"
+
+#include "../common/params.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <vector>
+
+namespace terse_quantize {
+
+using terse_codec::Isa;
+using terse_codec::set_message;
+
+namespace {
+
+int scale_bytes_for(terse_dtype_t dt) { return dt == TERSE_DTYPE_FLOAT64 ? 8 : 4; }
+
+// The checks a payload must pass before any kernel touches it.
+int check_payload(const Instance &in, const uint8_t *p, size_t len, size_t count, Header *out) {
+    if (len < kHeaderBytes) return TERSE_CODEC_ERR_CORRUPT;
+    const Header h = read_header(p);
+    if (h.version != kVersion || !valid_bits(h.bits) || h.log2_block < kMinLog2Block ||
+        h.log2_block > kMaxLog2Block || h.scale_bytes != scale_bytes_for(in.dtype) || h.rounding > kStochastic ||
+        !reserved_zero(p) || h.contributors == 0 || h.width != width_for(h.bits, h.contributors) ||
+        h.count != count)
+        return TERSE_CODEC_ERR_CORRUPT;
+    if (count > SIZE_MAX / 64) return TERSE_CODEC_ERR_CORRUPT;
+    if (len != payload_bytes(count, h.log2_block, h.scale_bytes, h.width)) return TERSE_CODEC_ERR_CORRUPT;
+    const size_t nb = block_count(count, h.log2_block);
+    const uint8_t *scales = p + kHeaderBytes;
+    for (size_t b = 0; b < nb; b++) {
+        const double m = get_scale(scales, b, h.scale_bytes);
+        if (!(m >= 0) || std::signbit(m) || !std::isfinite(m)) return TERSE_CODEC_ERR_CORRUPT;
+        if (m > 0 && !(step_of(m, h.bits, h.rounding) >= DBL_MIN)) return TERSE_CODEC_ERR_CORRUPT;
+    }
+    const size_t bits = count * h.width;
+    if (bits % 8) {
+        const uint8_t last = p[len - 1];
+        if (last >> (bits % 8)) return TERSE_CODEC_ERR_CORRUPT;  // padding must be zero
+    }
+    *out = h;
+    return TERSE_CODEC_OK;
+}
+
+bool chunk_has_nonfinite(const Instance &in, const void *src, size_t count) {
+    std::vector<double> dummy;  // not reached on the hot path: only after a failed encode
+    const size_t lb = kMaxLog2Block;
+    dummy.resize(block_count(count, static_cast<int>(lb)));
+    in.k->stats[in.dindex](src, count, static_cast<int>(lb), dummy.data());
+    for (double m : dummy)
+        if (std::isinf(m)) return true;
+    return false;
+}
+
+}  // namespace
+
+int create_instance(const Params &p, const terse_codec_setup_t *setup, Isa isa, Instance **out, char *err,
+                    size_t errlen) {
+    *out = nullptr;
+    if (!setup || setup->struct_size < sizeof(terse_codec_setup_t)) {
+        set_message(err, errlen, "setup struct_size %u, expected %zu", setup ? setup->struct_size : 0u,
+                    sizeof(terse_codec_setup_t));
+        return TERSE_CODEC_ERR_PARAM;
+    }
+    const int di = terse_codec::dtype_index(setup->dtype);
+    if (di < 0) {
+        set_message(err, errlen, "dtype %d is not supported (accepted: float32, float64, float16, bfloat16)",
+                    static_cast<int>(setup->dtype));
+        return TERSE_CODEC_ERR_UNSUPPORTED;
+    }
+    if (setup->mem_kind != TERSE_MEM_HOST) {
+        set_message(err, errlen, "only host memory is supported");
+        return TERSE_CODEC_ERR_UNSUPPORTED;
+    }
+    if (setup->nranks < 1) {
+        set_message(err, errlen, "nranks=%d is not accepted (accepted: 1 or more)", setup->nranks);
+        return TERSE_CODEC_ERR_PARAM;
+    }
+    if (width_for(p.bits, static_cast<uint64_t>(setup->nranks)) == 0) {
+        set_message(err, errlen, "bits=%d sums at most %u ranks in 32-bit codes; this communicator has %d",
+                    p.bits, static_cast<unsigned>(0xffffffffu / code_max(p.bits)), setup->nranks);
+        return TERSE_CODEC_ERR_UNSUPPORTED;
+    }
+    if (!terse_codec::isa_available(isa)) {
+        set_message(err, errlen, "code path %s is not available on this CPU", terse_codec::isa_name(isa));
+        return TERSE_CODEC_ERR_UNSUPPORTED;
+    }
+    auto *inst = new (std::nothrow) Instance;
+    if (!inst) return TERSE_CODEC_ERR_NOMEM;
+    inst->p = p;
+    inst->dtype = setup->dtype;
+    inst->dindex = di;
+    inst->elem_bytes = terse_codec::dtype_bytes(setup->dtype);
+    inst->nranks = setup->nranks;
+    inst->isa = isa;
+    inst->k = &kernels_for(isa);
+    *out = inst;
+    return TERSE_CODEC_OK;
+}
+
+void destroy_instance(Instance *inst) { delete inst; }
+
+size_t max_encoded_size(const Instance &in, size_t count) {
+    // Combined payloads of all ranks are the widest the engine will hold.
+    return payload_bytes(count, in.p.log2_block, scale_bytes_for(in.dtype),
+                         width_for(in.p.bits, static_cast<uint64_t>(in.nranks)));
+}
+
+size_t stats_count(const Instance &in, size_t count) { return block_count(count, in.p.log2_block); }
+
+int stats(const Instance &in, const void *src, size_t count, double *out) {
+    if (count == 0) return TERSE_CODEC_OK;
+    if (!src || !out) return TERSE_CODEC_ERR_PARAM;
+    in.k->stats[in.dindex](src, count, in.p.log2_block, out);
+    return TERSE_CODEC_OK;
+}
+
+int encode(const Instance &in, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
+           const terse_codec_call_t *call) {
+    const int sb = scale_bytes_for(in.dtype);
+    if (count == 0 || count > SIZE_MAX / 16) return TERSE_CODEC_RAW;
+    const size_t need = payload_bytes(count, in.p.log2_block, sb, in.p.bits);
+    if (need >= count * in.elem_bytes) return TERSE_CODEC_RAW;  // would not shrink (same on every rank)
+    if (need > dst_cap) return TERSE_CODEC_ERR_NOSPACE;
+    if (!src || !dst || !dst_len) return TERSE_CODEC_ERR_PARAM;
+
+    const size_t nb = block_count(count, in.p.log2_block);
+    const double *agreed = call ? call->agreed_stats : nullptr;
+    std::vector<double> local;  // only without agreed stats (a single rank, tools)
+    if (!agreed) {
+        try {
+            local.resize(nb);
+        } catch (const std::bad_alloc &) {
+            return TERSE_CODEC_ERR_NOMEM;
+        }
+        in.k->stats[in.dindex](src, count, in.p.log2_block, local.data());
+        agreed = local.data();
+    }
+    for (size_t b = 0; b < nb; b++) {
+        const double m = agreed[b];
+        if (std::isnan(m) || std::isinf(m)) return TERSE_CODEC_RAW;  // a NaN or Inf somewhere
+        if (m < 0) return TERSE_CODEC_ERR_PARAM;
+        if (sb == 4 && m > FLT_MAX) return TERSE_CODEC_RAW;
+        if (sb == 8 && m > 0 && !(step_of(m, in.p.bits, in.p.rounding) >= DBL_MIN))
+            return TERSE_CODEC_RAW;  // steps would be subnormal: no bound worth the name
+    }
+
+    uint8_t *p = static_cast<uint8_t *>(dst);
+    Header h;
+    h.bits = static_cast<uint8_t>(in.p.bits);
+    h.width = static_cast<uint8_t>(in.p.bits);
+    h.log2_block = static_cast<uint8_t>(in.p.log2_block);
+    h.scale_bytes = static_cast<uint8_t>(sb);
+    h.rounding = in.p.rounding;
+    h.contributors = 1;
+    h.count = count;
+    write_header(p, h);
+
+    EncodeJob j;
+    j.src = src;
+    j.count = count;
+    j.log2_block = in.p.log2_block;
+    j.bits = in.p.bits;
+    j.rounding = in.p.rounding;
+    j.seed = call ? call->seed : 0;
+    j.agreed = agreed;
+    j.scales = p + kHeaderBytes;
+    j.codes = p + kHeaderBytes + nb * static_cast<size_t>(sb);
+    if (!in.k->encode[in.dindex][bits_index(in.p.bits)][in.p.rounding](j)) {
+        // A value outside its agreed max: a NaN/Inf (sent raw), or stats that
+        // do not cover this data (the caller's error).
+        return chunk_has_nonfinite(in, src, count) ? TERSE_CODEC_RAW : TERSE_CODEC_ERR_PARAM;
+    }
+    *dst_len = need;
+    return TERSE_CODEC_OK;
+}
+
+int decode(const Instance &in, const void *src, size_t src_len, void *dst, size_t count, int accumulate,
+           terse_op_t op) {
+    if (op != TERSE_OP_SUM) return TERSE_CODEC_ERR_UNSUPPORTED;
+    if (!src || (!dst && count)) return TERSE_CODEC_ERR_PARAM;
+    Header h;
+    if (int rc = check_payload(in, static_cast<const uint8_t *>(src), src_len, count, &h); rc != TERSE_CODEC_OK)
+        return rc;
+    const size_t nb = block_count(count, h.log2_block);
+    DecodeJob j;
+    j.scales = static_cast<const uint8_t *>(src) + kHeaderBytes;
+    j.codes = j.scales + nb * h.scale_bytes;
+    j.count = count;
+    j.log2_block = h.log2_block;
+    j.bits = h.bits;
+    j.width = h.width;
+    j.rounding = static_cast<Rounding>(h.rounding);
+    j.contributors = h.contributors;
+    j.dst = dst;
+    return in.k->decode[in.dindex](j, accumulate != 0) ? TERSE_CODEC_OK : TERSE_CODEC_ERR_CORRUPT;
+}
+
+int combine(const Instance &in, const void *a, size_t a_len, int a_contributors, const void *b, size_t b_len,
+            int b_contributors, size_t count, void *out, size_t out_cap, size_t *out_len) {
+    if (!a || !b || !out || !out_len) return TERSE_CODEC_ERR_PARAM;
+    const uint8_t *pa = static_cast<const uint8_t *>(a);
+    const uint8_t *pb = static_cast<const uint8_t *>(b);
+    Header ha, hb;
+    if (int rc = check_payload(in, pa, a_len, count, &ha); rc != TERSE_CODEC_OK) return rc;
+    if (int rc = check_payload(in, pb, b_len, count, &hb); rc != TERSE_CODEC_OK) return rc;
+    if (a_contributors < 1 || b_contributors < 1 || ha.contributors != static_cast<uint32_t>(a_contributors) ||
+        hb.contributors != static_cast<uint32_t>(b_contributors))
+        return TERSE_CODEC_ERR_CORRUPT;
+    if (ha.bits != hb.bits || ha.log2_block != hb.log2_block || ha.rounding != hb.rounding)
+        return TERSE_CODEC_ERR_CORRUPT;
+    const size_t nb = block_count(count, ha.log2_block);
+    const size_t scale_len = nb * ha.scale_bytes;
+    if (std::memcmp(pa + kHeaderBytes, pb + kHeaderBytes, scale_len) != 0)
+        return TERSE_CODEC_ERR_CORRUPT;  // encoded with different agreed stats
+
+    const uint64_t c = static_cast<uint64_t>(ha.contributors) + hb.contributors;
+    const int wo = width_for(ha.bits, c);
+    if (wo == 0) return TERSE_CODEC_ERR_UNSUPPORTED;  // more contributors than 32-bit sums hold
+    const size_t need = payload_bytes(count, ha.log2_block, ha.scale_bytes, wo);
+    if (need > out_cap) return TERSE_CODEC_ERR_NOSPACE;
+
+    uint8_t *po = static_cast<uint8_t *>(out);
+    Header ho = ha;
+    ho.width = static_cast<uint8_t>(wo);
+    ho.contributors = static_cast<uint32_t>(c);
+    write_header(po, ho);
+    std::memcpy(po + kHeaderBytes, pa + kHeaderBytes, scale_len);
+
+    const uint8_t *ca = pa + kHeaderBytes + scale_len;
+    const uint8_t *cb = pb + kHeaderBytes + scale_len;
+    uint8_t *co = po + kHeaderBytes + scale_len;
+    const auto ua = terse_codec::unpack32_table()[ha.width];
+    const auto ub = terse_codec::unpack32_table()[hb.width];
+    const auto pk = terse_codec::pack32_table()[wo];
+    const uint32_t amax = ha.contributors * code_max(ha.bits);
+    const uint32_t bmax = hb.contributors * code_max(hb.bits);
+    uint32_t bad = 0;
+    for (size_t first = 0; first < count; first += 32) {
+        const size_t n = count - first < 32 ? count - first : 32;
+        uint32_t sa[32], sb[32];
+        terse_codec::unpack_group(ua, ha.width, ca, count, first, n, sa);
+        terse_codec::unpack_group(ub, hb.width, cb, count, first, n, sb);
+        for (size_t i = 0; i < n; i++) {
+            bad |= (sa[i] > amax) | (sb[i] > bmax);
+            sa[i] += sb[i];
+        }
+        terse_codec::pack_group(pk, wo, sa, n, first, co);
+    }
+    if (bad) return TERSE_CODEC_ERR_CORRUPT;
+    *out_len = need;
+    return TERSE_CODEC_OK;
+}
+
+}  // namespace terse_quantize

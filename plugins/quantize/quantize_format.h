@@ -1,0 +1,124 @@
+// quantize payload format and the arithmetic that defines it.
+//
+// Payload (little-endian):
+//   0  u8  version (1)
+//   1  u8  bits: 1, 2, 4, 8 or 16
+//   2  u8  width: bits per stored code, width_for(bits, contributors)
+//   3  u8  log2 of the block (5 .. 16)
+//   4  u8  scale bytes: 4 (float32, for float32/float16/bfloat16 data) or 8 (float64 data)
+//   5  u8  rounding: 0 nearest, 1 stochastic
+//   6  u16 reserved, 0
+//   8  u32 contributors: how many ranks' codes are summed in this payload (>= 1)
+//   12 u32 reserved, 0
+//   16 u64 count
+//   24 scales: one per block, the agreed max |x| of the block (m)
+//   ..  codes: count fields of `width` bits (common/bitpack.h), padding bits 0
+//
+// A code is an unsigned integer S.  For one rank S = k + Z where k is the
+// signed level; codes of several ranks are summed as integers, so a payload
+// of c contributors holds S = sum(k) + c*Z and decodes to
+//     value = (mul*S - c*Z) * u
+// with, for L = 2^(bits-1) - 1:
+//     bits >= 2: mul = 1, Z = L, k in [-L, L],  u = m / L
+//     bits == 1: mul = 2, Z = 1, k in {-1, +1}: S counts the +1s; the levels
+//                are +-u with u = m/2 (nearest: the worst case error is then
+//                m/2, the least any two symmetric levels allow) or u = m
+//                (stochastic: unbiased needs the levels to span [-m, m]).
+// The width grows with the contributors, so early ring hops stay small:
+//     width_for(bits, c) = bit length of c * code_max(bits)
+#pragma once
+
+#include "../common/bitpack.h"
+#include "../common/le.h"
+
+#include <terse/codec.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace terse_quantize {
+
+constexpr uint8_t kVersion = 1;
+constexpr size_t kHeaderBytes = 24;
+constexpr int kMinLog2Block = 5;
+constexpr int kMaxLog2Block = 16;
+
+enum Rounding : uint8_t { kNearest = 0, kStochastic = 1 };
+
+struct Header {
+    uint8_t version = kVersion;
+    uint8_t bits = 0;
+    uint8_t width = 0;
+    uint8_t log2_block = 0;
+    uint8_t scale_bytes = 0;
+    uint8_t rounding = kNearest;
+    uint32_t contributors = 0;
+    uint64_t count = 0;
+};
+
+TERSE_HD inline void write_header(uint8_t *p, const Header &h) {
+    p[0] = h.version;
+    p[1] = h.bits;
+    p[2] = h.width;
+    p[3] = h.log2_block;
+    p[4] = h.scale_bytes;
+    p[5] = h.rounding;
+    terse_codec::put_u16(p + 6, 0);
+    terse_codec::put_u32(p + 8, h.contributors);
+    terse_codec::put_u32(p + 12, 0);
+    terse_codec::put_u64(p + 16, h.count);
+}
+
+// Reads the fields; says nothing about their validity (see check_header).
+TERSE_HD inline Header read_header(const uint8_t *p) {
+    Header h;
+    h.version = p[0];
+    h.bits = p[1];
+    h.width = p[2];
+    h.log2_block = p[3];
+    h.scale_bytes = p[4];
+    h.rounding = p[5];
+    h.contributors = terse_codec::get_u32(p + 8);
+    h.count = terse_codec::get_u64(p + 16);
+    return h;
+}
+
+TERSE_HD inline bool reserved_zero(const uint8_t *p) {
+    return terse_codec::get_u16(p + 6) == 0 && terse_codec::get_u32(p + 12) == 0;
+}
+
+TERSE_HD inline bool valid_bits(int bits) {
+    return bits == 1 || bits == 2 || bits == 4 || bits == 8 || bits == 16;
+}
+TERSE_HD inline int bits_index(int bits) {
+    return bits == 1 ? 0 : bits == 2 ? 1 : bits == 4 ? 2 : bits == 8 ? 3 : 4;
+}
+
+TERSE_HD inline uint32_t levels(int bits) { return bits >= 2 ? (1u << (bits - 1)) - 1u : 1u; }  // L
+TERSE_HD inline uint32_t zero_code(int bits) { return bits >= 2 ? levels(bits) : 1u; }  // Z
+TERSE_HD inline uint32_t code_mul(int bits) { return bits >= 2 ? 1u : 2u; }
+TERSE_HD inline uint32_t code_max(int bits) { return bits >= 2 ? 2u * levels(bits) : 1u; }
+
+// Width of a payload summing c contributors; 0 if the sum would not fit 32 bits.
+TERSE_HD inline int width_for(int bits, uint64_t contributors) {
+    const uint64_t top = contributors * code_max(bits);
+    if (contributors == 0 || top > 0xffffffffull) return 0;
+    return terse_codec::bit_length(top);
+}
+
+// Step u of a block whose agreed max |x| is m.
+TERSE_HD inline double step_of(double m, int bits, int rounding) {
+    if (bits >= 2) return m / static_cast<double>(levels(bits));
+    return rounding == kNearest ? m * 0.5 : m;
+}
+
+TERSE_HD inline size_t block_count(size_t count, int log2_block) {
+    return (count + (size_t{1} << log2_block) - 1) >> log2_block;
+}
+
+TERSE_HD inline size_t payload_bytes(size_t count, int log2_block, int scale_bytes, int width) {
+    return kHeaderBytes + block_count(count, log2_block) * static_cast<size_t>(scale_bytes) +
+           terse_codec::packed_bytes(count, width);
+}
+
+}  // namespace terse_quantize

@@ -1,0 +1,269 @@
+// quantize kernels: the per-element arithmetic (TERSE_HD, shared by every
+// code path and by the CUDA build to come), the chunk drivers, and the
+// per-ISA kernel tables.  A SIMD body only has to reproduce quantize_one /
+// dequantize_one on full groups of 32 elements; the drivers do the blocks,
+// the scales and the tails with the scalar reference, so every path writes
+// the same bits.
+#pragma once
+
+#include "quantize_format.h"
+
+#include "../common/counter_hash.h"
+#include "../common/elem.h"
+#include "../common/isa.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+namespace terse_quantize {
+
+using terse_codec::BF16;
+using terse_codec::Elem;
+using terse_codec::F16;
+
+struct EncodeJob {
+    const void *src;       // count elements of the chunk's dtype
+    size_t count;
+    int log2_block;
+    int bits;
+    Rounding rounding;
+    uint64_t seed;
+    const double *agreed;  // per block: agreed max |x|, already checked finite and >= 0
+    uint8_t *scales;       // out: one scale per block (4 or 8 bytes)
+    uint8_t *codes;        // out: packed codes of width `bits`
+};
+
+struct DecodeJob {
+    const uint8_t *scales;  // checked: finite, >= 0, usable step
+    const uint8_t *codes;
+    size_t count;
+    int log2_block;
+    int bits;
+    int width;
+    Rounding rounding;
+    uint32_t contributors;
+    void *dst;
+};
+
+// Per-block max |x| of a chunk; +inf for a block holding NaN or Inf.
+using StatsFn = void (*)(const void *src, size_t count, int log2_block, double *out);
+// false: some element is NaN or exceeds its block's agreed max.
+using EncodeFn = bool (*)(const EncodeJob &);
+// false: some code exceeds contributors * code_max (corrupt payload).
+using DecodeFn = bool (*)(const DecodeJob &, bool accumulate);
+
+struct Kernels {
+    StatsFn stats[4];          // by terse_codec::dtype_index
+    EncodeFn encode[4][5][2];  // dtype, bits_index, rounding
+    DecodeFn decode[4];        // dtype
+};
+
+const Kernels &kernels_scalar();
+const Kernels &kernels_avx2();    // only call where isa_available(Isa::Avx2)
+const Kernels &kernels_avx512();  // only call where isa_available(Isa::Avx512)
+const Kernels &kernels_for(terse_codec::Isa isa);
+
+// ---------------------------------------------------------------- element arithmetic
+
+// The scale stored for a block: the agreed max, rounded up to a float for
+// data narrower than double (it already is one when it came from stats()).
+template <typename T>
+TERSE_HD inline double stored_scale(double agreed) {
+    if constexpr (sizeof(T) == 8) {
+        return agreed + 0.0;  // -0 -> +0
+    } else {
+        float f = static_cast<float>(agreed);
+        if (static_cast<double>(f) < agreed) f = nextafterf(f, INFINITY);
+        return static_cast<double>(f) + 0.0;
+    }
+}
+
+template <typename T>
+TERSE_HD inline void put_scale(uint8_t *scales, size_t b, double m) {
+    if constexpr (sizeof(T) == 8) {
+        terse_codec::put_u64(scales + 8 * b, terse_codec::f64_bits(m));
+    } else {
+        terse_codec::put_u32(scales + 4 * b, terse_codec::f32_bits(static_cast<float>(m)));
+    }
+}
+
+TERSE_HD inline double get_scale(const uint8_t *scales, size_t b, int scale_bytes) {
+    if (scale_bytes == 8) return terse_codec::f64_from_bits(terse_codec::get_u64(scales + 8 * b));
+    return static_cast<double>(terse_codec::f32_from_bits(terse_codec::get_u32(scales + 4 * b)));
+}
+
+// Inverse step used by the encoder (0 for an all-zero block).
+TERSE_HD inline double inverse_step(double m, double u) { return m > 0 ? 1.0 / u : 0.0; }
+
+// Code S of one element for one rank (0 .. code_max(BITS)).
+template <int BITS, int ROUND>
+TERSE_HD inline uint32_t quantize_one(double x, double inv, uint32_t key, uint32_t lo) {
+    if constexpr (BITS == 1) {
+        if constexpr (ROUND == kNearest) {
+            return x >= 0.0 ? 1u : 0u;
+        } else {
+            const double p = (x * inv + 1.0) * 0.5;
+            double f = floor(p + terse_codec::hash_unit(key, lo));
+            f = f > 1.0 ? 1.0 : f;
+            f = f >= 0.0 ? f : 0.0;
+            return static_cast<uint32_t>(f);
+        }
+    } else {
+        constexpr double L = static_cast<double>((1u << (BITS - 1)) - 1u);
+        const double t = x * inv;
+        double f;
+        if constexpr (ROUND == kNearest)
+            f = nearbyint(t);
+        else
+            f = floor(t + terse_codec::hash_unit(key, lo));
+        f = f > L ? L : f;
+        f = f >= -L ? f : -L;
+        return static_cast<uint32_t>(static_cast<int32_t>(f) + static_cast<int32_t>(L));
+    }
+}
+
+TERSE_HD inline double dequantize_one(uint32_t s, uint32_t mul, uint32_t zoff, double u) {
+    return static_cast<double>(static_cast<int32_t>(mul * s - zoff)) * u;
+}
+
+// ---------------------------------------------------------------- chunk drivers
+
+// Body provides, for full groups of 32 elements:
+//   template <T, BITS, ROUND> static bool encode_groups(const T *x, size_t groups, double m,
+//        double inv, uint32_t key, uint32_t lo, uint8_t *out);
+//   template <T> static bool decode_groups(const uint8_t *in, size_t groups, int width,
+//        uint32_t mul, uint32_t zoff, uint32_t smax, double u, T *dst, bool acc);
+//   template <T> static uint64 block_max_bits(const T *x, size_t n);   (any n)
+
+template <typename T, int BITS, int ROUND>
+TERSE_HD inline bool encode_tail(const T *x, size_t n, double m, double inv, uint32_t key, uint32_t lo,
+                                 uint32_t *codes) {
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        const double v = Elem<T>::load(x + i);
+        ok &= fabs(v) <= m;
+        codes[i] = quantize_one<BITS, ROUND>(v, inv, key, lo + static_cast<uint32_t>(i));
+    }
+    return ok;
+}
+
+template <typename Body, typename T, int BITS, int ROUND>
+bool encode_chunk(const EncodeJob &j) {
+    const T *x = static_cast<const T *>(j.src);
+    const size_t block = size_t{1} << j.log2_block;
+    const size_t nb = block_count(j.count, j.log2_block);
+    const auto pack = terse_codec::pack32_table()[BITS];
+    bool ok = true;
+    for (size_t b = 0; b < nb; b++) {
+        const size_t first = b << j.log2_block;
+        const size_t n = j.count - first < block ? j.count - first : block;
+        const double m = stored_scale<T>(j.agreed[b]);
+        put_scale<T>(j.scales, b, m);
+        const double inv = inverse_step(m, step_of(m, BITS, ROUND));
+        const uint32_t key = terse_codec::hash_key(j.seed, static_cast<uint32_t>(first >> 32));
+        const uint32_t lo = static_cast<uint32_t>(first);
+        uint8_t *out = j.codes + first / 8 * BITS;
+        const size_t groups = n / 32;
+        if (groups) ok &= Body::template encode_groups<T, BITS, ROUND>(x + first, groups, m, inv, key, lo, out);
+        const size_t done = groups * 32;
+        if (done < n) {
+            uint32_t codes[32];
+            ok &= encode_tail<T, BITS, ROUND>(x + first + done, n - done, m, inv, key,
+                                              lo + static_cast<uint32_t>(done), codes);
+            terse_codec::pack_group(pack, BITS, codes, n - done, first + done, j.codes);
+        }
+    }
+    return ok;
+}
+
+template <typename T>
+TERSE_HD inline void dequantize_run(const uint32_t *s, size_t n, uint32_t mul, uint32_t zoff, double u,
+                                    T *dst, bool acc) {
+    for (size_t i = 0; i < n; i++) {
+        const double v = dequantize_one(s[i], mul, zoff, u);
+        if (acc)
+            Elem<T>::accumulate(dst + i, v);
+        else
+            Elem<T>::store(dst + i, v);
+    }
+}
+
+template <typename Body, typename T>
+bool decode_chunk(const DecodeJob &j, bool acc) {
+    T *dst = static_cast<T *>(j.dst);
+    const size_t block = size_t{1} << j.log2_block;
+    const size_t nb = block_count(j.count, j.log2_block);
+    const int sb = sizeof(T) == 8 ? 8 : 4;
+    const uint32_t mul = code_mul(j.bits);
+    const uint32_t zoff = j.contributors * zero_code(j.bits);
+    const uint32_t smax = j.contributors * code_max(j.bits);
+    const auto unpack = terse_codec::unpack32_table()[j.width];
+    bool ok = true;
+    for (size_t b = 0; b < nb; b++) {
+        const size_t first = b << j.log2_block;
+        const size_t n = j.count - first < block ? j.count - first : block;
+        const double u = step_of(get_scale(j.scales, b, sb), j.bits, j.rounding);
+        const uint8_t *in = j.codes + first / 8 * static_cast<size_t>(j.width);
+        const size_t groups = n / 32;
+        if (groups) ok &= Body::template decode_groups<T>(in, groups, j.width, mul, zoff, smax, u, dst + first, acc);
+        const size_t done = groups * 32;
+        if (done < n) {
+            uint32_t s[32];
+            terse_codec::unpack_group(unpack, j.width, j.codes, j.count, first + done, n - done, s);
+            for (size_t i = 0; i < n - done; i++) ok &= s[i] <= smax;
+            dequantize_run<T>(s, n - done, mul, zoff, u, dst + first + done, acc);
+        }
+    }
+    return ok;
+}
+
+template <typename Body, typename T>
+void stats_chunk(const void *src, size_t count, int log2_block, double *out) {
+    const T *x = static_cast<const T *>(src);
+    const size_t block = size_t{1} << log2_block;
+    const size_t nb = block_count(count, log2_block);
+    for (size_t b = 0; b < nb; b++) {
+        const size_t first = b << log2_block;
+        const size_t n = count - first < block ? count - first : block;
+        out[b] = Elem<T>::from_abs_bits(
+            static_cast<typename Elem<T>::Bits>(Body::template block_max_bits<T>(x + first, n)));
+    }
+}
+
+template <typename T>
+TERSE_HD inline uint64_t max_abs_bits_ref(const T *x, size_t n) {
+    typename Elem<T>::Bits m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const auto a = Elem<T>::abs_bits(x + i);
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
+// Fills a kernel table from a Body.
+template <typename Body>
+Kernels make_kernels() {
+    Kernels k{};
+    k.stats[0] = &stats_chunk<Body, float>;
+    k.stats[1] = &stats_chunk<Body, double>;
+    k.stats[2] = &stats_chunk<Body, F16>;
+    k.stats[3] = &stats_chunk<Body, BF16>;
+    k.decode[0] = &decode_chunk<Body, float>;
+    k.decode[1] = &decode_chunk<Body, double>;
+    k.decode[2] = &decode_chunk<Body, F16>;
+    k.decode[3] = &decode_chunk<Body, BF16>;
+#define TQ_ENC(D, T, BI, BITS)                                        \
+    k.encode[D][BI][kNearest] = &encode_chunk<Body, T, BITS, kNearest>; \
+    k.encode[D][BI][kStochastic] = &encode_chunk<Body, T, BITS, kStochastic>;
+#define TQ_ENC_T(D, T) TQ_ENC(D, T, 0, 1) TQ_ENC(D, T, 1, 2) TQ_ENC(D, T, 2, 4) TQ_ENC(D, T, 3, 8) TQ_ENC(D, T, 4, 16)
+    TQ_ENC_T(0, float)
+    TQ_ENC_T(1, double)
+    TQ_ENC_T(2, F16)
+    TQ_ENC_T(3, BF16)
+#undef TQ_ENC_T
+#undef TQ_ENC
+    return k;
+}
+
+}  // namespace terse_quantize

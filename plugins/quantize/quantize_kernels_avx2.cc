@@ -1,0 +1,339 @@
+// The AVX2 code path (with F16C and BMI2).  Every function that uses the
+// instructions carries the target attribute, so this file builds with the
+// baseline flags and is only entered where isa_available(Isa::Avx2).
+// It must write exactly the bits of the scalar reference (quantize_kernels.h).
+#include "quantize_kernels.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define TQ_TARGET __attribute__((target("avx2,f16c,bmi2")))
+#define TQ_INLINE TQ_TARGET inline __attribute__((always_inline))
+
+namespace terse_quantize {
+namespace {
+
+// ---------------------------------------------------------------- loads: 32 elements as 8 x 4 doubles
+
+TQ_INLINE __m256 load8_f32(const float *x) { return _mm256_loadu_ps(x); }
+TQ_INLINE __m256 load8_f32(const F16 *x) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x)));
+}
+TQ_INLINE __m256 load8_f32(const BF16 *x) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+TQ_INLINE void widen(__m256 a, __m256d *d) {
+    d[0] = _mm256_cvtps_pd(_mm256_castps256_ps128(a));
+    d[1] = _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1));
+}
+
+template <typename T>
+TQ_INLINE void load32(const T *x, __m256d *d) {
+    if constexpr (sizeof(T) == 8) {
+        for (int i = 0; i < 8; i++) d[i] = _mm256_loadu_pd(reinterpret_cast<const double *>(x) + 4 * i);
+    } else {
+        for (int i = 0; i < 4; i++) widen(load8_f32(x + 8 * i), d + 2 * i);
+    }
+}
+
+// ---------------------------------------------------------------- counter hash, 8 lanes
+
+TQ_INLINE __m256i mix32x8(__m256i x) {
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(terse_codec::kHashMul1)));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 13));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(terse_codec::kHashMul2)));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    return x;
+}
+
+TQ_INLINE void draws8(uint32_t key, uint32_t lo, __m256d *r) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(lo)), lane);
+    __m256i h = _mm256_add_epi32(_mm256_mullo_epi32(idx, _mm256_set1_epi32(static_cast<int>(terse_codec::kHashGolden))),
+                                 _mm256_set1_epi32(static_cast<int>(key)));
+    h = _mm256_srli_epi32(mix32x8(h), 8);
+    const __m256d scale = _mm256_set1_pd(0x1p-24);
+    r[0] = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(h)), scale);
+    r[1] = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(h, 1)), scale);
+}
+
+// Codes of 32 elements as four vectors of 8 int32.
+template <int BITS, int ROUND>
+TQ_INLINE void quantize32(const __m256d *d, __m256d inv, uint32_t key, uint32_t lo, __m256i *c) {
+    __m128i k[8];
+    __m256d r[8];
+    if constexpr (ROUND == kStochastic)
+        for (int i = 0; i < 4; i++) draws8(key, lo + 8 * i, r + 2 * i);
+    for (int i = 0; i < 8; i++) {
+        if constexpr (BITS == 1 && ROUND == kNearest) {
+            const __m256d ge = _mm256_cmp_pd(d[i], _mm256_setzero_pd(), _CMP_GE_OQ);
+            const __m128i m = _mm256_cvtpd_epi32(_mm256_and_pd(ge, _mm256_set1_pd(1.0)));
+            k[i] = m;
+        } else if constexpr (BITS == 1) {
+            const __m256d t = _mm256_mul_pd(d[i], inv);
+            const __m256d p = _mm256_mul_pd(_mm256_add_pd(t, _mm256_set1_pd(1.0)), _mm256_set1_pd(0.5));
+            k[i] = _mm256_cvttpd_epi32(_mm256_round_pd(_mm256_add_pd(p, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+        } else if constexpr (ROUND == kNearest) {
+            k[i] = _mm256_cvtpd_epi32(_mm256_mul_pd(d[i], inv));  // current rounding mode, as nearbyint
+        } else {
+            const __m256d t = _mm256_mul_pd(d[i], inv);
+            k[i] = _mm256_cvttpd_epi32(_mm256_round_pd(_mm256_add_pd(t, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+        }
+    }
+    const int z = BITS >= 2 ? static_cast<int>(levels(BITS)) : 0;
+    const __m256i zv = _mm256_set1_epi32(z);
+    const __m256i top = _mm256_set1_epi32(static_cast<int>(code_max(BITS)));
+    for (int i = 0; i < 4; i++) {
+        const __m256i v = _mm256_set_m128i(k[2 * i + 1], k[2 * i]);
+        c[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, zv), _mm256_setzero_si256()), top);
+    }
+}
+
+// 32 codes (each < 256) as bytes, in order.
+TQ_INLINE __m256i codes_to_bytes(const __m256i *c) {
+    const __m256i p01 = _mm256_packus_epi32(c[0], c[1]);
+    const __m256i p23 = _mm256_packus_epi32(c[2], c[3]);
+    const __m256i b = _mm256_packus_epi16(p01, p23);
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+template <int W>
+TQ_INLINE void pack32(const __m256i *c, uint8_t *out) {
+    if constexpr (W == 16) {
+        for (int i = 0; i < 2; i++) {
+            const __m256i p = _mm256_packus_epi32(c[2 * i], c[2 * i + 1]);
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + 32 * i), _mm256_permute4x64_epi64(p, 0xd8));
+        }
+    } else if constexpr (W == 8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), codes_to_bytes(c));
+    } else if constexpr (W == 4) {
+        const __m256i b = codes_to_bytes(c);
+        const __m256i y = _mm256_and_si256(_mm256_or_si256(b, _mm256_srli_epi16(b, 4)), _mm256_set1_epi16(0xff));
+        const __m256i z = _mm256_permute4x64_epi64(_mm256_packus_epi16(y, y), 0x08);
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out), _mm256_castsi256_si128(z));
+    } else if constexpr (W == 2) {
+        const __m256i b = codes_to_bytes(c);
+        const __m256i y = _mm256_or_si256(b, _mm256_srli_epi32(b, 6));
+        const __m256i z = _mm256_or_si256(_mm256_and_si256(y, _mm256_set1_epi32(0x0f)),
+                                          _mm256_and_si256(_mm256_srli_epi32(y, 12), _mm256_set1_epi32(0xf0)));
+        const __m256i s = _mm256_shuffle_epi8(
+            z, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
+                                -1, -1, -1, -1, -1, -1, -1, -1, -1));
+        terse_codec::put_u32(out, static_cast<uint32_t>(_mm256_extract_epi32(s, 0)));
+        terse_codec::put_u32(out + 4, static_cast<uint32_t>(_mm256_extract_epi32(s, 4)));
+    } else {
+        static_assert(W == 1, "width");
+        const __m256i b = codes_to_bytes(c);
+        terse_codec::put_u32(out, static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(b, 7))));
+    }
+}
+
+// ---------------------------------------------------------------- decode: codes -> values
+
+template <int W>
+TQ_INLINE void unpack32v(const uint8_t *in, __m256i *s) {
+    if constexpr (W == 16) {
+        for (int i = 0; i < 4; i++)
+            s[i] = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + 16 * i)));
+    } else if constexpr (W == 8) {
+        for (int i = 0; i < 4; i++)
+            s[i] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(in + 8 * i)));
+    } else if constexpr (W == 4) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in));
+        const __m128i m = _mm_set1_epi8(0x0f);
+        const __m128i lo = _mm_and_si128(b, m);
+        const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+        const __m128i x0 = _mm_unpacklo_epi8(lo, hi), x1 = _mm_unpackhi_epi8(lo, hi);
+        s[0] = _mm256_cvtepu8_epi32(x0);
+        s[1] = _mm256_cvtepu8_epi32(_mm_srli_si128(x0, 8));
+        s[2] = _mm256_cvtepu8_epi32(x1);
+        s[3] = _mm256_cvtepu8_epi32(_mm_srli_si128(x1, 8));
+    } else if constexpr (W == 2) {
+        const __m256i sh0 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+        const __m256i sh1 = _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30);
+        const __m256i three = _mm256_set1_epi32(3);
+        for (int i = 0; i < 2; i++) {
+            const __m256i w = _mm256_set1_epi32(static_cast<int>(terse_codec::get_u32(in + 4 * i)));
+            s[2 * i] = _mm256_and_si256(_mm256_srlv_epi32(w, sh0), three);
+            s[2 * i + 1] = _mm256_and_si256(_mm256_srlv_epi32(w, sh1), three);
+        }
+    } else if constexpr (W == 1) {
+        const __m256i w = _mm256_set1_epi32(static_cast<int>(terse_codec::get_u32(in)));
+        const __m256i one = _mm256_set1_epi32(1);
+        for (int i = 0; i < 4; i++) {
+            const __m256i sh = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * i));
+            s[i] = _mm256_and_si256(_mm256_srlv_epi32(w, sh), one);
+        }
+    } else {
+        alignas(32) uint32_t tmp[32];
+        terse_codec::unpack32<W>(in, tmp);
+        for (int i = 0; i < 4; i++) s[i] = _mm256_load_si256(reinterpret_cast<const __m256i *>(tmp + 8 * i));
+    }
+}
+
+TQ_INLINE __m256d clamp_pd(__m256d v, double max) {
+    return _mm256_min_pd(_mm256_max_pd(v, _mm256_set1_pd(-max)), _mm256_set1_pd(max));
+}
+
+TQ_INLINE __m256 narrow(__m256d lo, __m256d hi) {
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+
+TQ_INLINE __m128i f32_to_bf16x8(__m256 f) {
+    const __m256i x = _mm256_castps_si256(f);
+    const __m256i absx = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
+    const __m256i nan = _mm256_cmpgt_epi32(absx, _mm256_set1_epi32(0x7f800000));  // absx < 2^31: signed ok
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), odd), 16);
+    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+    const __m256i v = _mm256_blendv_epi8(r, q, nan);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08));
+}
+
+// dst[0..8) = v or dst += v, for v as two vectors of 4 doubles.
+template <typename T>
+TQ_INLINE void store8(T *dst, __m256d v0, __m256d v1, bool acc) {
+    if constexpr (sizeof(T) == 8) {
+        double *d = reinterpret_cast<double *>(dst);
+        if (acc) {
+            _mm256_storeu_pd(d, _mm256_add_pd(_mm256_loadu_pd(d), v0));
+            _mm256_storeu_pd(d + 4, _mm256_add_pd(_mm256_loadu_pd(d + 4), v1));
+        } else {
+            _mm256_storeu_pd(d, clamp_pd(v0, DBL_MAX));
+            _mm256_storeu_pd(d + 4, clamp_pd(v1, DBL_MAX));
+        }
+    } else {
+        __m256 out;
+        if (acc) {
+            __m256d c[2];
+            widen(load8_f32(dst), c);
+            out = narrow(_mm256_add_pd(c[0], v0), _mm256_add_pd(c[1], v1));
+        } else {
+            const double max = std::is_same_v<T, float> ? static_cast<double>(FLT_MAX)
+                               : std::is_same_v<T, F16> ? static_cast<double>(terse_codec::kF16Max)
+                                                         : static_cast<double>(terse_codec::kBF16Max);
+            out = narrow(clamp_pd(v0, max), clamp_pd(v1, max));
+        }
+        if constexpr (std::is_same_v<T, float>) {
+            _mm256_storeu_ps(reinterpret_cast<float *>(dst), out);
+        } else if constexpr (std::is_same_v<T, F16>) {
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(dst),
+                             _mm256_cvtps_ph(out, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        } else {
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(dst), f32_to_bf16x8(out));
+        }
+    }
+}
+
+template <typename T, int W>
+TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32_t zoff, uint32_t smax, double u,
+                          T *dst, bool acc) {
+    const __m256d uv = _mm256_set1_pd(u);
+    const __m256i zv = _mm256_set1_epi32(static_cast<int>(zoff));
+    __m256i hi = _mm256_setzero_si256();
+    for (size_t g = 0; g < groups; g++) {
+        __m256i s[4];
+        unpack32v<W>(in + 4 * W * g, s);
+        for (int i = 0; i < 4; i++) {
+            hi = _mm256_max_epu32(hi, s[i]);
+            const __m256i k = _mm256_sub_epi32(mul == 2 ? _mm256_slli_epi32(s[i], 1) : s[i], zv);
+            const __m256d v0 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(k)), uv);
+            const __m256d v1 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(k, 1)), uv);
+            store8<T>(dst + 32 * g + 8 * i, v0, v1, acc);
+        }
+    }
+    alignas(32) uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), hi);
+    uint32_t m = 0;
+    for (uint32_t v : lanes) m = v > m ? v : m;
+    return m <= smax;
+}
+
+struct Avx2Body {
+    template <typename T, int BITS, int ROUND>
+    TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key, uint32_t lo,
+                                        uint8_t *out) {
+        const __m256d mv = _mm256_set1_pd(m);
+        const __m256d iv = _mm256_set1_pd(inv);
+        const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+        __m256d bad = _mm256_setzero_pd();
+        for (size_t g = 0; g < groups; g++) {
+            __m256d d[8];
+            load32(x + 32 * g, d);
+            for (int i = 0; i < 8; i++)
+                bad = _mm256_or_pd(bad, _mm256_cmp_pd(_mm256_and_pd(d[i], absmask), mv, _CMP_NLE_UQ));
+            __m256i c[4];
+            quantize32<BITS, ROUND>(d, iv, key, lo + static_cast<uint32_t>(32 * g), c);
+            pack32<BITS>(c, out + 4 * BITS * g);
+        }
+        return _mm256_movemask_pd(bad) == 0;
+    }
+
+    template <typename T>
+    TQ_TARGET static bool decode_groups(const uint8_t *in, size_t groups, int width, uint32_t mul, uint32_t zoff,
+                                        uint32_t smax, double u, T *dst, bool acc) {
+        switch (width) {
+#define TQ_W(W) \
+    case W: return decode_run<T, W>(in, groups, mul, zoff, smax, u, dst, acc);
+            TQ_W(1) TQ_W(2) TQ_W(3) TQ_W(4) TQ_W(5) TQ_W(6) TQ_W(7) TQ_W(8) TQ_W(9) TQ_W(10) TQ_W(11) TQ_W(12)
+            TQ_W(13) TQ_W(14) TQ_W(15) TQ_W(16) TQ_W(17) TQ_W(18) TQ_W(19) TQ_W(20) TQ_W(21) TQ_W(22) TQ_W(23)
+            TQ_W(24) TQ_W(25) TQ_W(26) TQ_W(27) TQ_W(28) TQ_W(29) TQ_W(30) TQ_W(31) TQ_W(32)
+#undef TQ_W
+        default: return false;
+        }
+    }
+
+    template <typename T>
+    TQ_TARGET static uint64_t block_max_bits(const T *x, size_t n) {
+        size_t i = 0;
+        uint64_t m = 0;
+        alignas(32) uint64_t q[4];
+        alignas(32) uint32_t d[8];
+        if constexpr (sizeof(T) == 8) {
+            __m256i acc = _mm256_setzero_si256();
+            const __m256i mask = _mm256_set1_epi64x(0x7fffffffffffffffll);
+            for (; i + 4 <= n; i += 4) {
+                const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask);
+                acc = _mm256_blendv_epi8(acc, v, _mm256_cmpgt_epi64(v, acc));  // both < 2^63: signed ok
+            }
+            _mm256_store_si256(reinterpret_cast<__m256i *>(q), acc);
+            for (uint64_t v : q) m = v > m ? v : m;
+        } else if constexpr (sizeof(T) == 4) {
+            __m256i acc = _mm256_setzero_si256();
+            const __m256i mask = _mm256_set1_epi32(0x7fffffff);
+            for (; i + 8 <= n; i += 8)
+                acc = _mm256_max_epu32(acc, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask));
+            _mm256_store_si256(reinterpret_cast<__m256i *>(d), acc);
+            for (uint32_t v : d) m = v > m ? v : m;
+        } else {
+            __m256i acc = _mm256_setzero_si256();
+            const __m256i mask = _mm256_set1_epi16(0x7fff);
+            for (; i + 16 <= n; i += 16)
+                acc = _mm256_max_epu16(acc, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask));
+            const __m256i wide = _mm256_max_epu32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(acc)),
+                                                  _mm256_cvtepu16_epi32(_mm256_extracti128_si256(acc, 1)));
+            _mm256_store_si256(reinterpret_cast<__m256i *>(d), wide);
+            for (uint32_t v : d) m = v > m ? v : m;
+        }
+        const uint64_t t = max_abs_bits_ref<T>(x + i, n - i);
+        return t > m ? t : m;
+    }
+};
+
+}  // namespace
+
+const Kernels &kernels_avx2() {
+    static const Kernels k = make_kernels<Avx2Body>();
+    return k;
+}
+
+}  // namespace terse_quantize
+
+#else
+namespace terse_quantize {
+const Kernels &kernels_avx2() { return kernels_scalar(); }
+}  // namespace terse_quantize
+#endif

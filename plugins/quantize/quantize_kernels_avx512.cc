@@ -1,0 +1,325 @@
+// The AVX-512 code path (F, BW, DQ, VL).  Every function that uses the
+// instructions carries the target attribute, so this file builds with the
+// baseline flags and is only entered where isa_available(Isa::Avx512).
+// It must write exactly the bits of the scalar reference (quantize_kernels.h).
+#include "quantize_kernels.h"
+
+#if defined(__x86_64__)
+// GCC 12 reports its own _mm512_undefined_* helpers as uninitialized (a false
+// positive inside <immintrin.h>).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#define TQ_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,bmi2")))
+#define TQ_INLINE TQ_TARGET inline __attribute__((always_inline))
+
+namespace terse_quantize {
+namespace {
+
+// ---------------------------------------------------------------- loads: 32 elements as 4 x 8 doubles
+
+TQ_INLINE void widen(__m512 a, __m512d *d) {
+    d[0] = _mm512_cvtps_pd(_mm512_castps512_ps256(a));
+    d[1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1));
+}
+
+TQ_INLINE __m512 load16_f32(const float *x) { return _mm512_loadu_ps(x); }
+TQ_INLINE __m512 load16_f32(const F16 *x) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x)));
+}
+TQ_INLINE __m512 load16_f32(const BF16 *x) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+template <typename T>
+TQ_INLINE void load32(const T *x, __m512d *d) {
+    if constexpr (sizeof(T) == 8) {
+        for (int i = 0; i < 4; i++) d[i] = _mm512_loadu_pd(reinterpret_cast<const double *>(x) + 8 * i);
+    } else {
+        widen(load16_f32(x), d);
+        widen(load16_f32(x + 16), d + 2);
+    }
+}
+
+// ---------------------------------------------------------------- counter hash, 16 lanes
+
+TQ_INLINE __m512i mix32x16(__m512i x) {
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(terse_codec::kHashMul1)));
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 13));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(terse_codec::kHashMul2)));
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+    return x;
+}
+
+// Uniform [0,1) draws for elements lo .. lo+15, as two vectors of 8 doubles.
+TQ_INLINE void draws16(uint32_t key, uint32_t lo, __m512d *r) {
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(lo)), lane);
+    __m512i h = _mm512_add_epi32(_mm512_mullo_epi32(idx, _mm512_set1_epi32(static_cast<int>(terse_codec::kHashGolden))),
+                                 _mm512_set1_epi32(static_cast<int>(key)));
+    h = _mm512_srli_epi32(mix32x16(h), 8);
+    const __m512d scale = _mm512_set1_pd(0x1p-24);
+    r[0] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(h)), scale);
+    r[1] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(h, 1)), scale);
+}
+
+TQ_INLINE __m512i join(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Codes of 32 elements as two vectors of 16 int32 (quantize_one, vectorised).
+template <int BITS, int ROUND>
+TQ_INLINE void quantize32(const __m512d *d, __m512d inv, uint32_t key, uint32_t lo, __m512i *c) {
+    __m256i k[4];
+    __m512d r[4];
+    if constexpr (ROUND == kStochastic) {
+        draws16(key, lo, r);
+        draws16(key, lo + 16, r + 2);
+    }
+    for (int i = 0; i < 4; i++) {
+        if constexpr (BITS == 1 && ROUND == kNearest) {
+            const __mmask8 ge = _mm512_cmp_pd_mask(d[i], _mm512_setzero_pd(), _CMP_GE_OQ);
+            k[i] = _mm256_maskz_mov_epi32(ge, _mm256_set1_epi32(1));
+        } else if constexpr (BITS == 1) {
+            const __m512d t = _mm512_mul_pd(d[i], inv);
+            const __m512d p = _mm512_mul_pd(_mm512_add_pd(t, _mm512_set1_pd(1.0)), _mm512_set1_pd(0.5));
+            const __m512d f = _mm512_roundscale_pd(_mm512_add_pd(p, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+            k[i] = _mm512_cvttpd_epi32(f);
+        } else if constexpr (ROUND == kNearest) {
+            k[i] = _mm512_cvtpd_epi32(_mm512_mul_pd(d[i], inv));  // current rounding mode, as nearbyint
+        } else {
+            const __m512d t = _mm512_mul_pd(d[i], inv);
+            const __m512d f = _mm512_roundscale_pd(_mm512_add_pd(t, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+            k[i] = _mm512_cvttpd_epi32(f);
+        }
+    }
+    c[0] = join(k[0], k[1]);
+    c[1] = join(k[2], k[3]);
+    const int z = BITS >= 2 ? static_cast<int>(levels(BITS)) : 0;
+    const __m512i zv = _mm512_set1_epi32(z);
+    const __m512i top = _mm512_set1_epi32(static_cast<int>(code_max(BITS)));
+    for (int i = 0; i < 2; i++)
+        c[i] = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(c[i], zv), _mm512_setzero_si512()), top);
+}
+
+template <int W>
+TQ_INLINE void pack32(const __m512i *c, uint8_t *out) {
+    if constexpr (W == 16) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), _mm512_cvtepi32_epi16(c[0]));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + 32), _mm512_cvtepi32_epi16(c[1]));
+    } else if constexpr (W == 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out), _mm512_cvtepi32_epi8(c[0]));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 16), _mm512_cvtepi32_epi8(c[1]));
+    } else if constexpr (W == 4) {
+        for (int i = 0; i < 2; i++) {
+            const __m512i v = _mm512_or_si512(c[i], _mm512_srli_epi64(c[i], 28));
+            _mm_storel_epi64(reinterpret_cast<__m128i *>(out + 8 * i), _mm512_cvtepi64_epi8(v));
+        }
+    } else if constexpr (W == 2) {
+        for (int i = 0; i < 2; i++) {
+            const __m512i v = _mm512_or_si512(c[i], _mm512_srli_epi64(c[i], 30));  // 4 bits per qword
+            const __m256i w = _mm512_cvtepi64_epi32(v);
+            const __m256i y = _mm256_or_si256(w, _mm256_srli_epi64(w, 28));      // 8 bits per qword
+            const uint32_t word = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_cvtepi64_epi8(y)));
+            terse_codec::put_u32(out + 4 * i, word);
+        }
+    } else {
+        static_assert(W == 1, "width");
+        const uint32_t m0 = _mm512_test_epi32_mask(c[0], c[0]);
+        const uint32_t m1 = _mm512_test_epi32_mask(c[1], c[1]);
+        terse_codec::put_u32(out, m0 | (m1 << 16));
+    }
+}
+
+// ---------------------------------------------------------------- decode: codes -> values
+
+template <int W>
+TQ_INLINE void unpack32v(const uint8_t *in, __m512i *s) {
+    if constexpr (W == 16) {
+        s[0] = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(in)));
+        s[1] = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + 32)));
+    } else if constexpr (W == 8) {
+        s[0] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in)));
+        s[1] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + 16)));
+    } else if constexpr (W == 4) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in));
+        const __m128i m = _mm_set1_epi8(0x0f);
+        const __m128i lo = _mm_and_si128(b, m);
+        const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+        s[0] = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
+        s[1] = _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi));
+    } else if constexpr (W == 2) {
+        const __m512i sh = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i three = _mm512_set1_epi32(3);
+        for (int i = 0; i < 2; i++) {
+            const __m512i w = _mm512_set1_epi32(static_cast<int>(terse_codec::get_u32(in + 4 * i)));
+            s[i] = _mm512_and_si512(_mm512_srlv_epi32(w, sh), three);
+        }
+    } else if constexpr (W == 1) {
+        const uint32_t m = terse_codec::get_u32(in);
+        const __m512i one = _mm512_set1_epi32(1);
+        s[0] = _mm512_maskz_mov_epi32(static_cast<__mmask16>(m), one);
+        s[1] = _mm512_maskz_mov_epi32(static_cast<__mmask16>(m >> 16), one);
+    } else {  // any other width: the scalar unpacker
+        alignas(64) uint32_t tmp[32];
+        terse_codec::unpack32<W>(in, tmp);
+        s[0] = _mm512_load_si512(tmp);
+        s[1] = _mm512_load_si512(tmp + 16);
+    }
+}
+
+TQ_INLINE __m512d clamp_pd(__m512d v, double max) {
+    return _mm512_min_pd(_mm512_max_pd(v, _mm512_set1_pd(-max)), _mm512_set1_pd(max));
+}
+
+// 16 float values <- v (two vectors of 8 doubles), rounded once.
+TQ_INLINE __m512 narrow(__m512d lo, __m512d hi) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+}
+
+TQ_INLINE __m256i f32_to_bf16x16(__m512 f) {
+    const __m512i x = _mm512_castps_si512(f);
+    const __m512i absx = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(absx, _mm512_set1_epi32(0x7f800000));
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd), 16);
+    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+    r = _mm512_mask_mov_epi32(r, nan, q);
+    return _mm512_cvtepi32_epi16(r);
+}
+
+// dst[0..16) = v or dst += v, for v as two vectors of 8 doubles.
+template <typename T>
+TQ_INLINE void store16(T *dst, __m512d v0, __m512d v1, bool acc) {
+    if constexpr (sizeof(T) == 8) {
+        double *d = reinterpret_cast<double *>(dst);
+        if (acc) {
+            _mm512_storeu_pd(d, _mm512_add_pd(_mm512_loadu_pd(d), v0));
+            _mm512_storeu_pd(d + 8, _mm512_add_pd(_mm512_loadu_pd(d + 8), v1));
+        } else {
+            _mm512_storeu_pd(d, clamp_pd(v0, DBL_MAX));
+            _mm512_storeu_pd(d + 8, clamp_pd(v1, DBL_MAX));
+        }
+    } else {
+        __m512 out;
+        if (acc) {
+            const __m512 cur = load16_f32(dst);
+            __m512d c[2];
+            widen(cur, c);
+            out = narrow(_mm512_add_pd(c[0], v0), _mm512_add_pd(c[1], v1));
+        } else {
+            const double max = std::is_same_v<T, float> ? static_cast<double>(FLT_MAX)
+                               : std::is_same_v<T, F16> ? static_cast<double>(terse_codec::kF16Max)
+                                                         : static_cast<double>(terse_codec::kBF16Max);
+            out = narrow(clamp_pd(v0, max), clamp_pd(v1, max));
+        }
+        if constexpr (std::is_same_v<T, float>) {
+            _mm512_storeu_ps(reinterpret_cast<float *>(dst), out);
+        } else if constexpr (std::is_same_v<T, F16>) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst),
+                                _mm512_cvtps_ph(out, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        } else {
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst), f32_to_bf16x16(out));
+        }
+    }
+}
+
+template <typename T, int W>
+TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32_t zoff, uint32_t smax, double u,
+                          T *dst, bool acc) {
+    const __m512d uv = _mm512_set1_pd(u);
+    const __m512i zv = _mm512_set1_epi32(static_cast<int>(zoff));
+    __m512i hi = _mm512_setzero_si512();
+    for (size_t g = 0; g < groups; g++) {
+        __m512i s[2];
+        unpack32v<W>(in + 4 * W * g, s);
+        for (int i = 0; i < 2; i++) {
+            hi = _mm512_max_epu32(hi, s[i]);
+            const __m512i k = _mm512_sub_epi32(mul == 2 ? _mm512_slli_epi32(s[i], 1) : s[i], zv);
+            const __m512d v0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(k)), uv);
+            const __m512d v1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(k, 1)), uv);
+            store16<T>(dst + 32 * g + 16 * i, v0, v1, acc);
+        }
+    }
+    return _mm512_reduce_max_epu32(hi) <= smax;
+}
+
+struct Avx512Body {
+    template <typename T, int BITS, int ROUND>
+    TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key, uint32_t lo,
+                                        uint8_t *out) {
+        const __m512d mv = _mm512_set1_pd(m);
+        const __m512d iv = _mm512_set1_pd(inv);
+        __mmask8 bad = 0;
+        for (size_t g = 0; g < groups; g++) {
+            __m512d d[4];
+            load32(x + 32 * g, d);
+            for (int i = 0; i < 4; i++) bad |= _mm512_cmp_pd_mask(_mm512_abs_pd(d[i]), mv, _CMP_NLE_UQ);
+            __m512i c[2];
+            quantize32<BITS, ROUND>(d, iv, key, lo + static_cast<uint32_t>(32 * g), c);
+            pack32<BITS>(c, out + 4 * BITS * g);
+        }
+        return bad == 0;
+    }
+
+    template <typename T>
+    TQ_TARGET static bool decode_groups(const uint8_t *in, size_t groups, int width, uint32_t mul, uint32_t zoff,
+                                        uint32_t smax, double u, T *dst, bool acc) {
+        switch (width) {
+#define TQ_W(W) \
+    case W: return decode_run<T, W>(in, groups, mul, zoff, smax, u, dst, acc);
+            TQ_W(1) TQ_W(2) TQ_W(3) TQ_W(4) TQ_W(5) TQ_W(6) TQ_W(7) TQ_W(8) TQ_W(9) TQ_W(10) TQ_W(11) TQ_W(12)
+            TQ_W(13) TQ_W(14) TQ_W(15) TQ_W(16) TQ_W(17) TQ_W(18) TQ_W(19) TQ_W(20) TQ_W(21) TQ_W(22) TQ_W(23)
+            TQ_W(24) TQ_W(25) TQ_W(26) TQ_W(27) TQ_W(28) TQ_W(29) TQ_W(30) TQ_W(31) TQ_W(32)
+#undef TQ_W
+        default: return false;
+        }
+    }
+
+    template <typename T>
+    TQ_TARGET static uint64_t block_max_bits(const T *x, size_t n) {
+        size_t i = 0;
+        uint64_t m = 0;
+        if constexpr (sizeof(T) == 8) {
+            __m512i acc = _mm512_setzero_si512();
+            const __m512i mask = _mm512_set1_epi64(0x7fffffffffffffffll);
+            for (; i + 8 <= n; i += 8)
+                acc = _mm512_max_epu64(acc, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
+            m = _mm512_reduce_max_epu64(acc);
+        } else if constexpr (sizeof(T) == 4) {
+            __m512i acc = _mm512_setzero_si512();
+            const __m512i mask = _mm512_set1_epi32(0x7fffffff);
+            for (; i + 16 <= n; i += 16)
+                acc = _mm512_max_epu32(acc, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
+            m = _mm512_reduce_max_epu32(acc);
+        } else {
+            __m512i acc = _mm512_setzero_si512();
+            const __m512i mask = _mm512_set1_epi16(0x7fff);
+            for (; i + 32 <= n; i += 32)
+                acc = _mm512_max_epu16(acc, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
+            const __m512i wide = _mm512_max_epu32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(acc)),
+                                                  _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(acc, 1)));
+            m = _mm512_reduce_max_epu32(wide);
+        }
+        const uint64_t t = max_abs_bits_ref<T>(x + i, n - i);
+        return t > m ? t : m;
+    }
+};
+
+}  // namespace
+
+const Kernels &kernels_avx512() {
+    static const Kernels k = make_kernels<Avx512Body>();
+    return k;
+}
+
+}  // namespace terse_quantize
+
+#else
+namespace terse_quantize {
+const Kernels &kernels_avx512() { return kernels_scalar(); }
+}  // namespace terse_quantize
+#endif
