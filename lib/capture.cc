@@ -131,7 +131,8 @@ public:
             !attr_u64(d, "call_index", call_index) || !attr_i32(d, "rank", st.rank) ||
             !attr_i32(d, "comm_size", st.size) || !attr_i32(d, "world_rank", world_rank) ||
             !attr_i32_array(d, "members", members) || !attr_string(d, "codec", st.config.codec.text()) ||
-            !attr_string(d, "config", st.config.canonical()))
+            !attr_string(d, "config", st.config.canonical()) || !attr_u64(d, "ctx_id", st.ctx_id) ||
+            !attr_u64(d, "seq", st.seq))
             return set_error(TERSE_ERR_IO, "capture file '%s': cannot write the attributes of %s/%s",
                              path_.c_str(), h5::link_name(st.name).c_str(), name.c_str());
         // Flush so that a run that dies later still leaves a readable file.

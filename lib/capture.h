@@ -49,7 +49,9 @@ Status capture_open(const GlobalConfig &global, int world_rank);
 
 // Record the input of one intercepted call on st if call_index is sampled.
 // buf holds count elements of dtype in host memory (for MPI_IN_PLACE, the
-// receive buffer before the operation).  Thread safe (a mutex is taken only
+// receive buffer before the operation).  Call it after comm_state_ready()
+// and before engine_start(): st.ctx_id and st.seq are then the values the
+// engine's operation uses (terse-eval reproduces its codec seeds from them).  Thread safe (a mutex is taken only
 // while capture is active).  On failure returns TERSE_ERR_IO with a message;
 // the caller should report it and go on: the collective itself is unaffected.
 Status capture_record(const CommState &st, const void *buf, size_t count, terse_dtype_t dtype,

@@ -15,7 +15,9 @@
 //                   count, call_index, rank (in the communicator), comm_size,
 //                   world_rank, members (world rank of each communicator
 //                   rank), codec (the communicator's codec spec), config
-//                   (its canonical configuration)
+//                   (its canonical configuration), ctx_id and seq (the
+//                   communicator's context id and the engine's sequence
+//                   number for this call, from which codec seeds derive)
 //
 // float16 and bfloat16 are stored as 2-byte HDF5 floating-point types with
 // their own bit fields, so h5dump and h5py show the values.

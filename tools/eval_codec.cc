@@ -1,6 +1,7 @@
 #include "eval_codec.h"
 
 #include "config.h"
+#include "reduce_kernels.h"
 #include "eval_common.h"
 #include "stats.h"
 #include "status.h"
@@ -77,10 +78,10 @@ std::vector<double> chunk_stats(CodecInstance &ci, const void *src, size_t n, ui
 }
 
 Payload encode_chunk(CodecInstance &ci, const void *src, size_t n, const double *agreed,
-                     uint64_t seed, double *seconds) {
+                     uint64_t seed, double *seconds, size_t cap) {
     const terse_codec_descriptor_t *d = ci.desc();
     Payload p;
-    p.bytes.resize(d->max_encoded_size(ci.get(), n));
+    p.bytes.resize(cap ? cap : d->max_encoded_size(ci.get(), n));
     terse_codec_call_t call = make_call(agreed, seed);
     size_t len = 0;
     double t0 = now_seconds();
@@ -95,7 +96,7 @@ Payload encode_chunk(CodecInstance &ci, const void *src, size_t n, const double 
     }
     if (rc != TERSE_CODEC_OK) fail(ci, "encode", rc);
     if (len > p.bytes.size())
-        throw EvalError(format("codec %s: encode wrote %zu bytes, more than its max_encoded_size %zu",
+        throw EvalError(format("codec %s: encode reports %zu bytes, more than the %zu it was given",
                                d->name, len, p.bytes.size()));
     p.bytes.resize(len);
     return p;
@@ -106,7 +107,7 @@ void decode_chunk(CodecInstance &ci, const Payload &p, void *dst, size_t n, bool
     terse_dtype_t dt = ci.setup().dtype;
     double t0 = now_seconds();
     if (p.raw) {
-        if (accumulate) reduce_native(dt, op, dst, p.bytes.data(), n);
+        if (accumulate) reduce_inplace(dt, op, dst, p.bytes.data(), n);
         else memcpy(dst, p.bytes.data(), n * dtype_size(dt));
     } else {
         terse_codec_call_t call = make_call(agreed, seed);
@@ -117,21 +118,23 @@ void decode_chunk(CodecInstance &ci, const Payload &p, void *dst, size_t n, bool
     if (seconds) *seconds += now_seconds() - t0;
 }
 
-Payload combine_chunks(CodecInstance &ci, const Payload &a, const Payload &b, size_t n,
-                       const double *agreed, uint64_t seed) {
+bool combine_chunks(CodecInstance &ci, const Payload &a, const Payload &b, size_t n,
+                    const double *agreed, uint64_t seed, Payload *result, size_t cap) {
     const terse_codec_descriptor_t *d = ci.desc();
     if (!d->combine) throw EvalError(format("codec %s is SUMMABLE but has no combine", d->name));
     Payload out;
     out.contributors = a.contributors + b.contributors;
-    out.bytes.resize(d->max_encoded_size(ci.get(), n) * 2 + 64);
+    out.bytes.resize(cap ? cap : d->max_encoded_size(ci.get(), n));
     terse_codec_call_t call = make_call(agreed, seed);
     size_t len = 0;
     int rc = d->combine(ci.get(), a.bytes.data(), a.bytes.size(), a.contributors, b.bytes.data(),
                         b.bytes.size(), b.contributors, n, out.bytes.data(), out.bytes.size(), &len,
                         &call);
+    if (rc == TERSE_CODEC_RAW) return false;
     if (rc != TERSE_CODEC_OK) fail(ci, "combine", rc);
     out.bytes.resize(len);
-    return out;
+    *result = std::move(out);
+    return true;
 }
 
 }  // namespace terse::eval

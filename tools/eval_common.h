@@ -1,6 +1,7 @@
 // Shared pieces of terse-eval: the error type every part throws (the tool
-// reports it and exits 1), and element conversions between terse's
-// datatypes and double, in which all error metrics are computed.
+// reports it and exits 1), and the conversion of terse's datatypes to
+// double, in which all error metrics are computed.  Reductions use the
+// engine's own kernels (lib/reduce_kernels.h) so that results match.
 #pragma once
 
 #include <terse/codec.h>
@@ -26,9 +27,5 @@ bool dtype_is_float(terse_dtype_t dt);
 
 // out[i] = element i of src (of type dt) as a double.
 void to_double(terse_dtype_t dt, const void *src, size_t n, double *out);
-
-// Element-wise reduction in the datatype itself (as MPI and the engine
-// do): dst[i] = dst[i] op src[i].
-void reduce_native(terse_dtype_t dt, terse_op_t op, void *dst, const void *src, size_t n);
 
 }  // namespace terse::eval

@@ -76,14 +76,6 @@ Handle open_file(const std::string &file) {
     return f;
 }
 
-// chunk_bytes=N out of a canonical configuration string; 0 when absent.
-size_t chunk_bytes_of(const std::string &config) {
-    const std::string key = "chunk_bytes=";
-    size_t p = config.find(key);
-    if (p == std::string::npos) return 0;
-    return size_t(strtoull(config.c_str() + p + key.size(), nullptr, 10));
-}
-
 // Type and size of a dataset, checked; fills dtype and count.
 void describe(hid_t ds, const std::string &file, const std::string &path, Dataset *out) {
     Handle type(H5Dget_type(ds), H5Tclose);
@@ -138,13 +130,19 @@ herr_t visit_call(hid_t group, const char *link, const H5L_info_t *, void *opdat
     d.captured = true;
     int64_t v;
     std::vector<int64_t> members;
-    std::string s, config;
+    std::string s;
     if (read_int_attr(ds.get(), "rank", &v)) d.rank = int(v);
     if (read_int_attr(ds.get(), "comm_size", &v)) d.comm_size = int(v);
     if (read_int_attr(ds.get(), "call_index", &v)) d.call_index = uint64_t(v);
     read_string_attr(ds.get(), "comm_name", &d.comm_name);
     read_string_attr(ds.get(), "codec", &d.codec);
-    if (read_string_attr(ds.get(), "config", &config)) d.chunk_bytes = chunk_bytes_of(config);
+    read_string_attr(ds.get(), "config", &d.config);
+    int64_t ctx = 0, seq = 0;
+    if (read_int_attr(ds.get(), "ctx_id", &ctx) && read_int_attr(ds.get(), "seq", &seq)) {
+        d.have_ids = true;
+        d.ctx_id = uint32_t(ctx);
+        d.seq = uint32_t(seq);
+    }
     if (read_string_attr(ds.get(), "op", &s) && !h5::op_from_name(s, &d.op)) {
         w->error = format("%s: %s: unknown op '%s' in its attributes", w->name->c_str(),
                           path.c_str(), s.c_str());

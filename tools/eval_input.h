@@ -18,7 +18,6 @@ struct Dataset {
     terse_dtype_t dtype = TERSE_DTYPE_FLOAT32;
     terse_op_t op = TERSE_OP_SUM;
     size_t count = 0;
-    size_t chunk_bytes = 0;  // from the captured configuration; 0 if unknown
 
     // From the capture's attributes; rank = -1 for a user-named dataset.
     bool captured = false;
@@ -27,7 +26,11 @@ struct Dataset {
     uint64_t call_index = 0;
     std::string comm_name;
     std::string codec;          // the codec the communicator ran with
+    std::string config;         // its canonical configuration ("" if unknown)
     std::vector<int> members;   // world ranks of the communicator
+    bool have_ids = false;      // ctx_id and seq recorded (codec seeds)
+    uint32_t ctx_id = 0;
+    uint32_t seq = 0;
 
     std::vector<unsigned char> data;  // count elements of dtype once loaded
 };

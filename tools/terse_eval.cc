@@ -25,13 +25,11 @@ using namespace terse::eval;
 
 namespace {
 
-constexpr size_t kDefaultChunkBytes = size_t(1) << 20;  // CommConfig's default
-
 struct Options {
     std::vector<std::string> files;
     std::vector<std::string> codecs;
     std::vector<std::string> datasets;
-    size_t chunk_bytes = 0;  // 0: as captured, else the default
+    std::string chunk_bytes;  // "": as captured, else the default
     int repeat = 3;
     bool per_rank_rows = false;
     bool allreduce = true;
@@ -65,14 +63,6 @@ void usage(FILE *out) {
             "  --version          print the version\n");
 }
 
-size_t parse_bytes(const std::string &s, const char *opt) {
-    size_t v = 0;
-    if (terse::parse_size(s, opt, &v) != TERSE_OK || v == 0)
-        throw UsageError(format("%s: invalid size '%s' (accepted: bytes with an optional K, M or G "
-                                "suffix, e.g. 1M)", opt, s.c_str()));
-    return v;
-}
-
 Options parse_args(int argc, char **argv) {
     Options o;
     auto value = [&](int &i, const char *opt) -> std::string {
@@ -104,7 +94,10 @@ Options parse_args(int argc, char **argv) {
         } else if (is(a, "--dataset")) {
             o.datasets.push_back(value(i, "--dataset"));
         } else if (is(a, "--chunk-bytes")) {
-            o.chunk_bytes = parse_bytes(value(i, "--chunk-bytes"), "--chunk-bytes");
+            o.chunk_bytes = value(i, "--chunk-bytes");
+            terse::CommConfig scratch;
+            if (terse::config_apply(&scratch, "chunk_bytes", o.chunk_bytes, "--chunk-bytes") != TERSE_OK)
+                throw UsageError(terse::last_error());
         } else if (is(a, "--repeat")) {
             std::string v = value(i, "--repeat");
             char *end = nullptr;
@@ -128,6 +121,30 @@ Options parse_args(int argc, char **argv) {
     }
     if (o.files.empty()) throw UsageError("no input files (usage: terse-eval [options] FILE.h5 ...)");
     return o;
+}
+
+// The configuration a captured call ran with (its canonical "key=value ..."
+// string), or the defaults; --chunk-bytes overrides the chunk size.
+CallSetup setup_of(const Dataset &d, const Options &o) {
+    CallSetup s;
+    const std::string where = d.file + ": " + d.path + " attribute config";
+    size_t pos = 0;
+    while (pos < d.config.size()) {
+        size_t end = d.config.find(' ', pos);
+        if (end == std::string::npos) end = d.config.size();
+        std::string item = d.config.substr(pos, end - pos);
+        pos = end + 1;
+        size_t eq = item.find('=');
+        if (item.empty() || eq == std::string::npos) continue;
+        if (terse::config_apply(&s.cfg, item.substr(0, eq), item.substr(eq + 1), where) != TERSE_OK)
+            throw EvalError(terse::last_error());
+    }
+    if (!o.chunk_bytes.empty() &&
+        terse::config_apply(&s.cfg, "chunk_bytes", o.chunk_bytes, "--chunk-bytes") != TERSE_OK)
+        throw EvalError(terse::last_error());
+    s.ctx_id = d.ctx_id;
+    s.seq = d.seq;
+    return s;
 }
 
 // Results of one codec, over everything it was run on.
@@ -381,9 +398,7 @@ int run(const Options &o) {
                 continue;
             }
             for (const Dataset *d : g.ranks) {
-                const size_t chunk = o.chunk_bytes ? o.chunk_bytes
-                                     : d->chunk_bytes ? d->chunk_bytes : kDefaultChunkBytes;
-                Measured m = round_trip(codec, *d, nranks, chunk, o.repeat);
+                Measured m = round_trip(codec, *d, nranks, setup_of(*d, o), o.repeat);
                 r.per_rank.err.merge(m.err);
                 r.per_rank.size.merge(m.size);
                 r.by_file[d->file].err.merge(m.err);
@@ -392,10 +407,8 @@ int run(const Options &o) {
                 r.datasets++;
             }
             if (o.allreduce && g.complete && g.ranks.size() > 1) {
-                const size_t chunk = o.chunk_bytes ? o.chunk_bytes
-                                     : a.chunk_bytes ? a.chunk_bytes : kDefaultChunkBytes;
                 std::vector<const Dataset *> ranks(g.ranks.begin(), g.ranks.end());
-                Measured m = emulate_allreduce(codec, ranks, chunk);
+                Measured m = emulate_allreduce(codec, ranks, setup_of(a, o));
                 r.reduced.err.merge(m.err);
                 r.reduced.size.merge(m.size);
                 int p = int(ranks.size());
