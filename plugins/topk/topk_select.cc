@@ -5,27 +5,32 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 namespace terse_topk {
 namespace {
 
 constexpr unsigned kRadixBits = 12;
 constexpr size_t kBuckets = size_t(1) << kRadixBits;
-constexpr size_t kSampleStride = 64;
+constexpr unsigned kSmallRadixBits = 8;
+// The sample is one run of kSampleRun consecutive elements (a cache line of
+// float32) from every kSampleStride elements: 1/64 of the chunk, read as
+// whole lines so that sampling costs a few hundred cache misses per MiB
+// rather than one per sampled element.
+constexpr size_t kSampleRun = 16;
+constexpr size_t kSampleStride = 1024;
 // Below this many elements the sample would be too small to be useful.
 constexpr size_t kMinSampledCount = 8192;
 
 template <typename U>
 constexpr unsigned key_bits() { return unsigned(sizeof(U) * 8 - 1); }
 
-// Deterministic position inside each stride block (splitmix-style mix), so
-// periodic data cannot alias with the sample.
+// Deterministic position of the run inside each stride block (splitmix-
+// style mix), so periodic data cannot alias with the sample.
 inline size_t sample_offset(size_t block) {
     uint64_t z = uint64_t(block) * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z ^= z >> 31;
-    return size_t(z & (kSampleStride - 1));
+    return size_t(z % (kSampleStride / kSampleRun)) * kSampleRun;
 }
 
 // Emit, in index order, the candidates with key > t, then (same pass) the
@@ -47,16 +52,17 @@ void emit(const U *x, const uint32_t *cand, size_t c, U t, size_t ties, uint32_t
 }
 
 // Find the r-th largest (1-based) of keys[0..m) by radix over the bits below
-// `shift` (all keys share the bits above).  Returns the key and sets *rank
-// to its rank among the keys equal to it (how many of them are taken).
-// Reorders keys.
+// `shift` (all keys share the bits above), digit_bits at a time (8 for small
+// sets: the histogram stays in L1).  Returns the key and sets *rank to its
+// rank among the keys equal to it (how many of them are taken).  Reorders
+// and overwrites keys.
 template <typename U>
-U radix_refine(uint64_t *keys, size_t m, size_t r, unsigned shift, std::vector<uint32_t> &hist,
-               size_t *rank) {
+U radix_refine(uint64_t *keys, size_t m, size_t r, unsigned shift, unsigned digit_bits,
+               std::vector<uint32_t> &hist, size_t *rank) {
     while (shift > 0 && m > 1) {
-        const unsigned ns = shift > kRadixBits ? shift - kRadixBits : 0;
+        const unsigned ns = shift > digit_bits ? shift - digit_bits : 0;
         const uint64_t dmask = (uint64_t(1) << (shift - ns)) - 1;
-        std::fill(hist.begin(), hist.end(), 0u);
+        std::fill(hist.begin(), hist.begin() + dmask + 1, 0u);
         for (size_t j = 0; j < m; j++) hist[(keys[j] >> ns) & dmask]++;
         size_t d = dmask, above = 0;
         for (;; d--) {
@@ -111,7 +117,8 @@ SelectResult select_exact(const U *x, size_t n, size_t k, U inf_key, SelectWork 
     }
     (void)boundary;
     size_t ties = 0;
-    const U t = radix_refine<U>(w.keys.data(), m, k - above, shift, w.hist, &ties);
+    const U t = radix_refine<U>(w.keys.data(), m, k - above, shift,
+                                m < 65536 ? kSmallRadixBits : kRadixBits, w.hist, &ties);
     emit(x, w.cand.data(), c, t, ties, out);
     if (stats) stats->candidates = c;
     return SelectResult::Ok;
@@ -122,18 +129,26 @@ SelectResult select_sampled(const U *x, size_t n, size_t k, U inf_key, SelectWor
                             SelectStats *stats) {
     constexpr U mask = abs_mask<U>();
     const size_t blocks = n / kSampleStride;
+    const size_t samples = blocks * kSampleRun;
     uint64_t *s = w.keys.data();
+    U any_bad = 0;
     for (size_t b = 0; b < blocks; b++) {
-        s[b] = x[b * kSampleStride + sample_offset(b)] & mask;
-        if (s[b] >= inf_key) return SelectResult::NonFinite;
+        const U *run = x + b * kSampleStride + sample_offset(b);
+        uint64_t *dst = s + b * kSampleRun;
+        for (size_t j = 0; j < kSampleRun; j++) {
+            const U key = run[j] & mask;
+            any_bad |= key >= inf_key;
+            dst[j] = key;
+        }
     }
+    if (any_bad) return SelectResult::NonFinite;
     // Sample rank r such that the true count above the r-th largest sample
     // falls below k only ~4 standard deviations away.
-    const double m = double(k) * double(blocks) / double(n);
+    const double m = double(k) * double(samples) / double(n);
     const size_t r = size_t(std::ceil(m + 4.0 * std::sqrt(m) + 4.0));
-    if (r >= blocks) return select_exact(x, n, k, inf_key, w, out, stats);
-    std::nth_element(s, s + (r - 1), s + blocks, std::greater<uint64_t>());
-    const U lo = U(s[r - 1]);
+    if (r >= samples) return select_exact(x, n, k, inf_key, w, out, stats);
+    size_t unused;
+    const U lo = radix_refine<U>(s, samples, r, key_bits<U>(), kSmallRadixBits, w.hist, &unused);
     // Expected candidates are ~(r / m) k; many more means ties or a skewed
     // sample, where the exact method is cheaper than sorting candidates.
     const size_t cap = std::min(n, 4 * k + 4096);
@@ -146,13 +161,12 @@ SelectResult select_sampled(const U *x, size_t n, size_t k, U inf_key, SelectWor
     // is the k-th largest of the chunk.
     for (size_t j = 0; j < c; j++) {
         s[j] = x[w.cand[j]] & mask;
-        if (s[j] >= inf_key) return SelectResult::NonFinite;
+        any_bad |= s[j] >= inf_key;
     }
-    std::nth_element(s, s + (k - 1), s + c, std::greater<uint64_t>());
-    const U t = U(s[k - 1]);
-    size_t greater = 0;
-    for (size_t j = 0; j < c; j++) greater += s[j] > t;
-    emit(x, w.cand.data(), c, t, k - greater, out);
+    if (any_bad) return SelectResult::NonFinite;
+    size_t ties = 0;
+    const U t = radix_refine<U>(s, c, k, key_bits<U>(), kSmallRadixBits, w.hist, &ties);
+    emit(x, w.cand.data(), c, t, ties, out);
     if (stats) {
         stats->path = Path::Sampled;
         stats->candidates = c;
