@@ -73,6 +73,7 @@ OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan)
 
 OpBase::~OpBase() {
     if (agree_req_.active) env_.control->wait(&agree_req_);
+    if (close_req_.active) env_.control->wait(&close_req_);
     if (!accounted_) account();
 }
 
@@ -203,6 +204,26 @@ Status OpBase::progress(bool *done) {
         Status s = body(&body_done);
         if (s != TERSE_OK) return finish_fatal(s);
         if (!body_done) return TERSE_OK;
+        stage_ = Stage::Finish;
+        // A rank can fail on a message it does not forward (the last step
+        // of a ring or an exchange, or gather's final decode), where poison
+        // frames can no longer reach the others.  With a real codec that
+        // can happen in decode, so the ranks agree on the outcome with one
+        // small allreduce; the lossless path skips it (its only late failure
+        // is a corrupt frame, which MPI's error handler reports).
+        if (!identity_ && n_ > 1 && plan_.schedule != Schedule::Trivial && env_.control) {
+            close_flag_ = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
+            Status s = env_.control->iallreduce(&close_flag_, &close_flag_, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX,
+                                                &close_req_);
+            if (s != TERSE_OK) return finish_fatal(s);
+            stage_ = Stage::Close;
+        }
+    }
+    if (stage_ == Stage::Close) {
+        Status s = TERSE_OK;
+        if (!env_.control->test(&close_req_, &s)) return TERSE_OK;
+        if (s != TERSE_OK) return finish_fatal(s);
+        if (close_flag_ > 0 && !poisoned_) fail_remote(uint32_t(close_flag_) - 1);
         stage_ = Stage::Finish;
     }
     if (stage_ == Stage::Finish) {

@@ -175,7 +175,7 @@ private:
 
     std::unique_ptr<Link> own_link_;
     std::unique_ptr<Control> own_control_;
-    enum class Stage { Agree, Body, Finish, Done } stage_ = Stage::Agree;
+    enum class Stage { Agree, Body, Close, Finish, Done } stage_ = Stage::Agree;
 
     bool poisoned_ = false;
     bool local_failure_ = false;
@@ -191,6 +191,9 @@ private:
     std::vector<double> agreed_;
     std::vector<size_t> agreed_off_;
     ControlRequest agree_req_;
+    // Closing agreement (codecs that decode at the last step, see progress()).
+    double close_flag_ = 0;
+    ControlRequest close_req_;
 
     std::unique_ptr<Verifier> verifier_;
 
