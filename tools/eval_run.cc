@@ -233,7 +233,7 @@ void recursive_doubling(Emulator &em, const std::vector<const Dataset *> &x, siz
             Payload folded = em.encode(at(*x[size_t(r - 1)], off), len, g, r - 1);
             em.sent(folded, len);
             em.decode(folded, tmp.data(), len, false, g, r);
-            em.reduce(tmp.data(), acc[size_t(ni)].data(), acc[size_t(ni)].data(), len);
+            em.reduce(acc[size_t(ni)].data(), tmp.data(), acc[size_t(ni)].data(), len);
         }
     }
     for (int mask = 1; mask < pof2; mask <<= 1)

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,6 +156,7 @@ struct CodecResult {
     std::map<std::string, size_t> datasets_by_file;
     Measured reduced;
     size_t calls = 0;
+    std::set<std::string> schedules;  // the engine's schedules the calls ran as
     int min_ranks = 0, max_ranks = 0;
     std::map<std::string, size_t> skipped;  // reason -> datasets
 };
@@ -262,32 +264,35 @@ void print_report(const Options &o, const std::vector<std::string> &order,
                   bool any_reduced) {
     if (o.csv) {
         printf("section,codec,scope,datasets,elements,ranks,ratio,max_abs_err,max_rel_err,nrmse,"
-               "psnr_db,encode_gbps,decode_gbps,raw_chunks\n");
+               "psnr_db,encode_gbps,decode_gbps,raw_chunks,schedule\n");
         auto row = [&](const char *section, const std::string &codec, const std::string &scope,
-                       size_t n, const Measured &m, const std::string &ranks, bool speed) {
-            printf("%s,%s,%s,%zu,%llu,%s,%s,%s,%s,%s,%s,%s,%s,%llu\n", section, csv_field(codec).c_str(),
+                       size_t n, const Measured &m, const std::string &ranks, bool speed,
+                       const std::string &sched) {
+            printf("%s,%s,%s,%zu,%llu,%s,%s,%s,%s,%s,%s,%s,%s,%llu,%s\n", section, csv_field(codec).c_str(),
                    csv_field(scope).c_str(), n, (unsigned long long)(m.size.raw_bytes ? m.err.n : 0),
                    ranks.c_str(), num(m.size.ratio(), "%.6g").c_str(),
                    num(m.err.max_abs_err(), "%.9g").c_str(), num(m.err.max_rel_err(), "%.9g").c_str(),
                    num(m.err.nrmse(), "%.9g").c_str(), num(m.err.psnr_db(), "%.6g").c_str(),
                    speed ? num(m.size.encode_gbps(), "%.6g").c_str() : "",
                    speed ? num(m.size.decode_gbps(), "%.6g").c_str() : "",
-                   (unsigned long long)m.size.raw_chunks);
+                   (unsigned long long)m.size.raw_chunks, csv_field(sched).c_str());
         };
         for (const std::string &c : order) {
             const CodecResult &r = results.at(c);
             if (!r.datasets) continue;
-            row("per_rank", c, "all", r.datasets, r.per_rank, "", true);
+            row("per_rank", c, "all", r.datasets, r.per_rank, "", true, "");
             if (o.per_rank_rows)
                 for (const auto &[file, m] : r.by_file)
-                    row("per_rank", c, file, r.datasets_by_file.at(file), m, "", true);
+                    row("per_rank", c, file, r.datasets_by_file.at(file), m, "", true, "");
         }
         for (const std::string &c : order) {
             const CodecResult &r = results.at(c);
             if (!r.calls) continue;
             std::string ranks = r.min_ranks == r.max_ranks ? std::to_string(r.min_ranks)
                                                            : format("%d-%d", r.min_ranks, r.max_ranks);
-            row("allreduce", c, "all", r.calls, r.reduced, ranks, false);
+            std::string sched;
+            for (const std::string &x : r.schedules) sched += (sched.empty() ? "" : " ") + x;
+            row("allreduce", c, "all", r.calls, r.reduced, ranks, false, sched);
         }
         return;
     }
@@ -313,18 +318,20 @@ void print_report(const Options &o, const std::vector<std::string> &order,
     }
     if (any_reduced) {
         printf("\nEmulated allreduce across the rank files: the reduced result against the exact one\n");
-        printf("%-28s %8s %6s %9s %11s %11s %11s %8s\n", "codec", "calls", "ranks", "ratio",
-               "max_abs_err", "max_rel_err", "nrmse", "psnr_dB");
+        printf("%-28s %8s %6s %9s %11s %11s %11s %8s  %s\n", "codec", "calls", "ranks", "ratio",
+               "max_abs_err", "max_rel_err", "nrmse", "psnr_dB", "schedule");
         for (const std::string &c : order) {
             const CodecResult &r = results.at(c);
             if (!r.calls) continue;
             std::string ranks = r.min_ranks == r.max_ranks ? std::to_string(r.min_ranks)
                                                            : format("%d-%d", r.min_ranks, r.max_ranks);
             const Measured &m = r.reduced;
-            printf("%-28s %8zu %6s %9s %11s %11s %11s %8s\n", c.c_str(), r.calls, ranks.c_str(),
+            std::string sched;
+            for (const std::string &x : r.schedules) sched += (sched.empty() ? "" : ",") + x;
+            printf("%-28s %8zu %6s %9s %11s %11s %11s %8s  %s\n", c.c_str(), r.calls, ranks.c_str(),
                    num(m.size.ratio(), "%.2f").c_str(), num(m.err.max_abs_err()).c_str(),
                    num(m.err.max_rel_err()).c_str(), num(m.err.nrmse()).c_str(),
-                   num(m.err.psnr_db(), "%.1f").c_str());
+                   num(m.err.psnr_db(), "%.1f").c_str(), sched.c_str());
         }
     }
     for (const std::string &c : order)
@@ -408,7 +415,9 @@ int run(const Options &o) {
             }
             if (o.allreduce && g.complete && g.ranks.size() > 1) {
                 std::vector<const Dataset *> ranks(g.ranks.begin(), g.ranks.end());
-                Measured m = emulate_allreduce(codec, ranks, setup_of(a, o));
+                std::string schedule;
+                Measured m = emulate_allreduce(codec, ranks, setup_of(a, o), &schedule);
+                r.schedules.insert(schedule);
                 r.reduced.err.merge(m.err);
                 r.reduced.size.merge(m.size);
                 int p = int(ranks.size());
