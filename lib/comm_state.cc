@@ -47,6 +47,11 @@ void CommState::bind(MPI_Comm c) {
     reresolve();
 }
 
+std::string CommState::describe() const {
+    return (name.empty() ? std::string("(unnamed)") : "'" + name + "'") + " of size " +
+           std::to_string(size);
+}
+
 void CommState::reresolve() {
     ready = false;
     config_status = TERSE_OK;
@@ -104,29 +109,38 @@ Status prepare_codec(CommState *st) {
     return TERSE_OK;
 }
 
-// Names the first setting that differs between this rank and rank 0, so a
-// mismatch error says what to fix.  Collective; only runs on the error path.
+// Names the first setting that differs between rank 0 and the first rank
+// whose configuration differs from it, the same text on every rank, so the
+// error says what to fix.  Collective; runs only on the error path.
 std::string describe_mismatch(CommState *st) {
-    std::string mine = st->config.canonical();
-    int len = static_cast<int>(mine.size()) + 1;
-    PMPI_Bcast(&len, 1, MPI_INT, 0, st->comm);
-    std::string root(len, '\0');
-    if (st->rank == 0) root.assign(mine.c_str(), len);
-    PMPI_Bcast(root.data(), len, MPI_CHAR, 0, st->comm);
-    root.resize(strlen(root.c_str()));
-    if (root == mine) return "rank 0 and this rank agree; another rank differs: " + mine;
+    std::vector<uint64_t> hashes(st->size);
+    uint64_t h = st->config.hash();
+    PMPI_Allgather(&h, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, st->comm);
+    int other = 1;
+    while (other < st->size && hashes[other] == hashes[0]) ++other;
+    if (other == st->size) return "configuration hashes differ";  // not reached: some rank differs
+    auto bcast_text = [st](int root) {
+        std::string text = st->config.canonical();
+        int len = static_cast<int>(text.size());
+        PMPI_Bcast(&len, 1, MPI_INT, root, st->comm);
+        text.resize(len);
+        PMPI_Bcast(text.data(), len, MPI_CHAR, root, st->comm);
+        return text;
+    };
+    std::string a = bcast_text(0), b = bcast_text(other);
     // Compare word by word ("key=value" separated by spaces).
-    size_t a = 0, b = 0;
-    while (a < root.size() || b < mine.size()) {
-        size_t ea = root.find(' ', a), eb = mine.find(' ', b);
-        std::string wa = root.substr(a, ea == std::string::npos ? std::string::npos : ea - a);
-        std::string wb = mine.substr(b, eb == std::string::npos ? std::string::npos : eb - b);
-        if (wa != wb) return "rank 0 has '" + wa + "' but this rank has '" + wb + "'";
+    size_t pa = 0, pb = 0;
+    while (pa < a.size() || pb < b.size()) {
+        size_t ea = a.find(' ', pa), eb = b.find(' ', pb);
+        std::string wa = a.substr(pa, ea == std::string::npos ? std::string::npos : ea - pa);
+        std::string wb = b.substr(pb, eb == std::string::npos ? std::string::npos : eb - pb);
+        if (wa != wb)
+            return "rank 0 has '" + wa + "' but rank " + std::to_string(other) + " has '" + wb + "'";
         if (ea == std::string::npos || eb == std::string::npos) break;
-        a = ea + 1;
-        b = eb + 1;
+        pa = ea + 1;
+        pb = eb + 1;
     }
-    return "rank 0 has '" + root + "' but this rank has '" + mine + "'";
+    return "rank 0 has '" + a + "' but rank " + std::to_string(other) + " has '" + b + "'";
 }
 
 }  // namespace
@@ -145,19 +159,19 @@ Status comm_state_ready(CommState *st) {
     uint64_t in[4] = {h, ~h, local != TERSE_OK ? 1u : 0u, runtime_next_ctx_id()};
     uint64_t out[4];
     if (PMPI_Allreduce(in, out, 4, MPI_UINT64_T, MPI_MAX, st->comm) != MPI_SUCCESS)
-        return set_error(TERSE_ERR_MPI, "agreement on communicator '%s' failed in PMPI_Allreduce",
-                         st->name.c_str());
+        return set_error(TERSE_ERR_MPI, "agreement on communicator %s failed in PMPI_Allreduce",
+                         st->describe().c_str());
     if (out[2] != 0) {
         if (local != TERSE_OK) return set_error(local, "%s", local_msg.c_str());
         return set_error(TERSE_ERR_REMOTE,
-                         "communicator '%s': another rank has an invalid terse configuration "
-                         "(see its message)", st->name.c_str());
+                         "communicator %s: another rank has an invalid terse configuration "
+                         "(see its message)", st->describe().c_str());
     }
     if (out[0] != ~out[1]) {
         std::string why = describe_mismatch(st);
         return set_error(TERSE_ERR_MISMATCH,
-                         "ranks of communicator '%s' disagree on its terse configuration: %s",
-                         st->name.c_str(), why.c_str());
+                         "ranks of communicator %s disagree on its terse configuration: %s",
+                         st->describe().c_str(), why.c_str());
     }
     st->ctx_id = runtime_claim_ctx_id(out[3]);
     st->seq = 0;

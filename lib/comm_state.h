@@ -73,6 +73,8 @@ public:
     // Attach to comm: ranks, world ranks, name, then reresolve().
     void bind(MPI_Comm comm);
     bool bound() const { return comm != MPI_COMM_NULL; }
+    // "'name' of size N" (or "(unnamed) of size N") for messages.
+    std::string describe() const;
     // Re-resolve config from the process defaults, file, info and api layers;
     // marks the state not ready.
     void reresolve();

@@ -20,7 +20,7 @@ out=$(TEST_TIMEOUT=60 timeout -k 10 60 $MPIRUN $MPIRUN_FLAGS -np 1 -x TERSE_MIN_
       -np 2 -x TERSE_MIN_BYTES=8192 ./test_config_agreement mismatch 2>&1); rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "mismatch run exited $rc"
-echo "$out" | grep -q "rank 0 has 'min_bytes=4096' but this rank has 'min_bytes=8192'" || fail "mismatch message does not name the setting"
+[ $(echo "$out" | grep -c "rank 0 has 'min_bytes=4096' but rank 1 has 'min_bytes=8192'") -eq 3 ] || fail "mismatch message does not name the setting"
 
 echo "== misspelled variable stops the job with a suggestion"
 out=$(TERSE_CODECC=none run_np 2 ./test_threads 2>&1); rc=$?
