@@ -89,7 +89,7 @@ __attribute__((target("avx512f"))) size_t collect_avx512_32(const uint32_t *x, s
     const __m512i mask = _mm512_set1_epi32(0x7fffffff);
     const __m512i t = _mm512_set1_epi32(int32_t(lo));
     const __m512i step = _mm512_set1_epi32(16);
-    __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     size_t c = 0, i = 0;
     for (; i + 64 <= n; i += 64) {
         const __m512i *p = reinterpret_cast<const __m512i *>(x + i);
@@ -111,7 +111,6 @@ __attribute__((target("avx512f"))) size_t collect_avx512_32(const uint32_t *x, s
             if (c > cap) return c;
         }
     }
-    (void)iota;
     return collect_scalar(x, i, n, lo, out, c, cap);
 }
 

@@ -106,16 +106,14 @@ SelectResult select_exact(const U *x, size_t n, size_t k, U inf_key, SelectWork 
         if (above + h[b] >= k) break;
         above += h[b];
     }
-    const size_t boundary = h[b];
     const U lo = U(U(b) << shift);
     const size_t c = collect(x, n, lo, w.cand.data(), n);
-    // c == above + boundary; boundary keys are refined below shift.
+    // c == above + h[b]; the keys of bucket b are refined below shift.
     size_t m = 0;
     for (size_t j = 0; j < c; j++) {
         const U key = x[w.cand[j]] & mask;
         if ((key >> shift) == b) w.keys[m++] = key;
     }
-    (void)boundary;
     size_t ties = 0;
     const U t = radix_refine<U>(w.keys.data(), m, k - above, shift,
                                 m < 65536 ? kSmallRadixBits : kRadixBits, w.hist, &ties);
