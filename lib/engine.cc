@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <sched.h>
 #include <new>
 #include <vector>
 
@@ -167,11 +168,20 @@ Status engine_start(CommState *st, const CollArgs &args, Priority prio, std::uni
 }
 
 Status engine_wait(Operation *op) {
+    // Spinning is the fast path; but when the network has been quiet for a
+    // while, give the core away (ranks oversubscribing cores would otherwise
+    // steal time from the peer they are waiting for).  On a dedicated core
+    // sched_yield returns at once.
+    unsigned idle = 0;
     for (;;) {
         bool done = false;
         Status s = op->advance(&done);
         if (done) return s;
-        engine_progress_all();
+        if (engine_progress_all() != 0) {
+            idle = 0;
+        } else if (++idle >= 64) {
+            sched_yield();
+        }
     }
 }
 
