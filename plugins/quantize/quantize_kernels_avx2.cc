@@ -5,39 +5,15 @@
 #include "quantize_kernels.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "../common/simd_avx2.h"
 
-#define TQ_TARGET __attribute__((target("avx2,f16c,bmi2")))
-#define TQ_INLINE TQ_TARGET inline __attribute__((always_inline))
+#define TQ_TARGET TERSE_AVX2_TARGET
+#define TQ_INLINE TERSE_AVX2_INLINE
 
 namespace terse_quantize {
 namespace {
 
-// ---------------------------------------------------------------- loads: 32 elements as 8 x 4 doubles
-
-TQ_INLINE __m256 load8_f32(const float *x) { return _mm256_loadu_ps(x); }
-TQ_INLINE __m256 load8_f32(const F16 *x) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x)));
-}
-TQ_INLINE __m256 load8_f32(const BF16 *x) {
-    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-}
-
-TQ_INLINE void widen(__m256 a, __m256d *d) {
-    d[0] = _mm256_cvtps_pd(_mm256_castps256_ps128(a));
-    d[1] = _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1));
-}
-
-template <typename T>
-TQ_INLINE void load32(const T *x, __m256d *d) {
-    if constexpr (sizeof(T) == 8) {
-        for (int i = 0; i < 8; i++) d[i] = _mm256_loadu_pd(reinterpret_cast<const double *>(x) + 4 * i);
-    } else {
-        for (int i = 0; i < 4; i++) widen(load8_f32(x + 8 * i), d + 2 * i);
-    }
-}
-
+using namespace terse_codec::avx2;
 // ---------------------------------------------------------------- counter hash, 8 lanes
 
 TQ_INLINE __m256i mix32x8(__m256i x) {
@@ -174,60 +150,6 @@ TQ_INLINE void unpack32v(const uint8_t *in, __m256i *s) {
     }
 }
 
-TQ_INLINE __m256d clamp_pd(__m256d v, double max) {
-    return _mm256_min_pd(_mm256_max_pd(v, _mm256_set1_pd(-max)), _mm256_set1_pd(max));
-}
-
-TQ_INLINE __m256 narrow(__m256d lo, __m256d hi) {
-    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
-}
-
-TQ_INLINE __m128i f32_to_bf16x8(__m256 f) {
-    const __m256i x = _mm256_castps_si256(f);
-    const __m256i absx = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(absx, _mm256_set1_epi32(0x7f800000));  // absx < 2^31: signed ok
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), odd), 16);
-    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-    const __m256i v = _mm256_blendv_epi8(r, q, nan);
-    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08));
-}
-
-// dst[0..8) = v or dst += v, for v as two vectors of 4 doubles.
-template <typename T>
-TQ_INLINE void store8(T *dst, __m256d v0, __m256d v1, bool acc) {
-    if constexpr (sizeof(T) == 8) {
-        double *d = reinterpret_cast<double *>(dst);
-        if (acc) {
-            _mm256_storeu_pd(d, _mm256_add_pd(_mm256_loadu_pd(d), v0));
-            _mm256_storeu_pd(d + 4, _mm256_add_pd(_mm256_loadu_pd(d + 4), v1));
-        } else {
-            _mm256_storeu_pd(d, clamp_pd(v0, DBL_MAX));
-            _mm256_storeu_pd(d + 4, clamp_pd(v1, DBL_MAX));
-        }
-    } else {
-        __m256 out;
-        if (acc) {
-            __m256d c[2];
-            widen(load8_f32(dst), c);
-            out = narrow(_mm256_add_pd(c[0], v0), _mm256_add_pd(c[1], v1));
-        } else {
-            const double max = std::is_same_v<T, float> ? static_cast<double>(FLT_MAX)
-                               : std::is_same_v<T, F16> ? static_cast<double>(terse_codec::kF16Max)
-                                                         : static_cast<double>(terse_codec::kBF16Max);
-            out = narrow(clamp_pd(v0, max), clamp_pd(v1, max));
-        }
-        if constexpr (std::is_same_v<T, float>) {
-            _mm256_storeu_ps(reinterpret_cast<float *>(dst), out);
-        } else if constexpr (std::is_same_v<T, F16>) {
-            _mm_storeu_si128(reinterpret_cast<__m128i *>(dst),
-                             _mm256_cvtps_ph(out, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        } else {
-            _mm_storeu_si128(reinterpret_cast<__m128i *>(dst), f32_to_bf16x8(out));
-        }
-    }
-}
-
 template <typename T, int W>
 TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32_t zoff, uint32_t smax, double u,
                           T *dst, bool acc) {
@@ -240,16 +162,10 @@ TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32
         for (int i = 0; i < 4; i++) {
             hi = _mm256_max_epu32(hi, s[i]);
             const __m256i k = _mm256_sub_epi32(mul == 2 ? _mm256_slli_epi32(s[i], 1) : s[i], zv);
-            const __m256d v0 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(k)), uv);
-            const __m256d v1 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(k, 1)), uv);
-            store8<T>(dst + 32 * g + 8 * i, v0, v1, acc);
+            store_scaled8<T>(dst + 32 * g + 8 * i, k, uv, acc);
         }
     }
-    alignas(32) uint32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), hi);
-    uint32_t m = 0;
-    for (uint32_t v : lanes) m = v > m ? v : m;
-    return m <= smax;
+    return hmax_epu32(hi) <= smax;
 }
 
 struct Avx2Body {

@@ -5,44 +5,15 @@
 #include "quantize_kernels.h"
 
 #if defined(__x86_64__)
-// GCC 12 reports its own _mm512_undefined_* helpers as uninitialized (a false
-// positive inside <immintrin.h>).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "../common/simd_avx512.h"
 
-#define TQ_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,bmi2")))
-#define TQ_INLINE TQ_TARGET inline __attribute__((always_inline))
+#define TQ_TARGET TERSE_AVX512_TARGET
+#define TQ_INLINE TERSE_AVX512_INLINE
 
 namespace terse_quantize {
 namespace {
 
-// ---------------------------------------------------------------- loads: 32 elements as 4 x 8 doubles
-
-TQ_INLINE void widen(__m512 a, __m512d *d) {
-    d[0] = _mm512_cvtps_pd(_mm512_castps512_ps256(a));
-    d[1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1));
-}
-
-TQ_INLINE __m512 load16_f32(const float *x) { return _mm512_loadu_ps(x); }
-TQ_INLINE __m512 load16_f32(const F16 *x) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x)));
-}
-TQ_INLINE __m512 load16_f32(const BF16 *x) {
-    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-}
-
-template <typename T>
-TQ_INLINE void load32(const T *x, __m512d *d) {
-    if constexpr (sizeof(T) == 8) {
-        for (int i = 0; i < 4; i++) d[i] = _mm512_loadu_pd(reinterpret_cast<const double *>(x) + 8 * i);
-    } else {
-        widen(load16_f32(x), d);
-        widen(load16_f32(x + 16), d + 2);
-    }
-}
-
+using namespace terse_codec::avx512;
 // ---------------------------------------------------------------- counter hash, 16 lanes
 
 TQ_INLINE __m512i mix32x16(__m512i x) {
@@ -64,10 +35,6 @@ TQ_INLINE void draws16(uint32_t key, uint32_t lo, __m512d *r) {
     const __m512d scale = _mm512_set1_pd(0x1p-24);
     r[0] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(h)), scale);
     r[1] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(h, 1)), scale);
-}
-
-TQ_INLINE __m512i join(__m256i lo, __m256i hi) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
 // Codes of 32 elements as two vectors of 16 int32 (quantize_one, vectorised).
@@ -171,62 +138,6 @@ TQ_INLINE void unpack32v(const uint8_t *in, __m512i *s) {
     }
 }
 
-TQ_INLINE __m512d clamp_pd(__m512d v, double max) {
-    return _mm512_min_pd(_mm512_max_pd(v, _mm512_set1_pd(-max)), _mm512_set1_pd(max));
-}
-
-// 16 float values <- v (two vectors of 8 doubles), rounded once.
-TQ_INLINE __m512 narrow(__m512d lo, __m512d hi) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
-}
-
-TQ_INLINE __m256i f32_to_bf16x16(__m512 f) {
-    const __m512i x = _mm512_castps_si512(f);
-    const __m512i absx = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(absx, _mm512_set1_epi32(0x7f800000));
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd), 16);
-    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
-    r = _mm512_mask_mov_epi32(r, nan, q);
-    return _mm512_cvtepi32_epi16(r);
-}
-
-// dst[0..16) = v or dst += v, for v as two vectors of 8 doubles.
-template <typename T>
-TQ_INLINE void store16(T *dst, __m512d v0, __m512d v1, bool acc) {
-    if constexpr (sizeof(T) == 8) {
-        double *d = reinterpret_cast<double *>(dst);
-        if (acc) {
-            _mm512_storeu_pd(d, _mm512_add_pd(_mm512_loadu_pd(d), v0));
-            _mm512_storeu_pd(d + 8, _mm512_add_pd(_mm512_loadu_pd(d + 8), v1));
-        } else {
-            _mm512_storeu_pd(d, clamp_pd(v0, DBL_MAX));
-            _mm512_storeu_pd(d + 8, clamp_pd(v1, DBL_MAX));
-        }
-    } else {
-        __m512 out;
-        if (acc) {
-            const __m512 cur = load16_f32(dst);
-            __m512d c[2];
-            widen(cur, c);
-            out = narrow(_mm512_add_pd(c[0], v0), _mm512_add_pd(c[1], v1));
-        } else {
-            const double max = std::is_same_v<T, float> ? static_cast<double>(FLT_MAX)
-                               : std::is_same_v<T, F16> ? static_cast<double>(terse_codec::kF16Max)
-                                                         : static_cast<double>(terse_codec::kBF16Max);
-            out = narrow(clamp_pd(v0, max), clamp_pd(v1, max));
-        }
-        if constexpr (std::is_same_v<T, float>) {
-            _mm512_storeu_ps(reinterpret_cast<float *>(dst), out);
-        } else if constexpr (std::is_same_v<T, F16>) {
-            _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst),
-                                _mm512_cvtps_ph(out, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        } else {
-            _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst), f32_to_bf16x16(out));
-        }
-    }
-}
-
 template <typename T, int W>
 TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32_t zoff, uint32_t smax, double u,
                           T *dst, bool acc) {
@@ -239,9 +150,7 @@ TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32
         for (int i = 0; i < 2; i++) {
             hi = _mm512_max_epu32(hi, s[i]);
             const __m512i k = _mm512_sub_epi32(mul == 2 ? _mm512_slli_epi32(s[i], 1) : s[i], zv);
-            const __m512d v0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(k)), uv);
-            const __m512d v1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(k, 1)), uv);
-            store16<T>(dst + 32 * g + 16 * i, v0, v1, acc);
+            store_scaled16<T>(dst + 32 * g + 16 * i, k, uv, acc);
         }
     }
     return _mm512_reduce_max_epu32(hi) <= smax;
