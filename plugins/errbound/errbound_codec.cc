@@ -67,14 +67,15 @@ int parse_payload(const uint8_t *p, size_t len, size_t count, int slot, Parsed *
     return TERSE_CODEC_OK;
 }
 
-// Writes header + stream (already at p + kHeaderBytes, or in `plain` when
-// zstd is on) and returns the payload length; 0 if it does not fit.
+// Writes the header and places the stream: it is already at p + kHeaderBytes,
+// or it is in scratch (`plain`) and gets compressed (zstd=on, when that is
+// smaller) or copied.  Returns the payload length; 0 if it does not fit.
 size_t finish_payload(const Instance &in, Header h, const uint8_t *plain, uint8_t *p, size_t cap) {
-    if (in.p.zstd) {
+    if (plain != p + kHeaderBytes) {
         h.flags = 0;
         const size_t room = cap - kHeaderBytes;
-        const size_t z = zstd_compress(plain, h.stream_bytes, p + kHeaderBytes, room, in.p.zstd_level);
-        if (z && z < h.stream_bytes) {
+        const size_t z = in.p.zstd ? zstd_compress(plain, h.stream_bytes, p + kHeaderBytes, room, in.p.zstd_level) : 0;
+        if (in.p.zstd && z && z < h.stream_bytes) {
             h.flags = kFlagZstd;
             write_header(p, h);
             return kHeaderBytes + z;
@@ -209,11 +210,14 @@ int encode(const Instance &in, const void *src, size_t count, void *dst, size_t 
     // Would not shrink even in the worst case the stats allow: raw on every rank.
     const size_t worst = stream_worst(count, 1, st.kmax);
     if (kHeaderBytes + worst >= count * in.elem_bytes) return TERSE_CODEC_RAW;
-    if (kHeaderBytes + (in.p.zstd ? 0 : worst) > dst_cap) return TERSE_CODEC_ERR_NOSPACE;
+    if (dst_cap <= kHeaderBytes) return TERSE_CODEC_ERR_NOSPACE;
 
+    // Pack straight into dst when it has room for the worst case, else into
+    // scratch (zstd, or a tight buffer) and let finish_payload copy.
     uint8_t *p = static_cast<uint8_t *>(dst);
     uint8_t *stream = p + kHeaderBytes;
-    if (in.p.zstd && !(stream = thread_scratch(0, worst))) return TERSE_CODEC_ERR_NOMEM;
+    const bool direct = !in.p.zstd && dst_cap - kHeaderBytes >= worst + kPackSlack;
+    if (!direct && !(stream = thread_scratch(0, worst + kPackSlack))) return TERSE_CODEC_ERR_NOMEM;
     const size_t nb = block_count(count);
     const bool nib = nibble_widths(1, st.kmax);
     EncodeJob j;
@@ -274,11 +278,12 @@ int combine(const Instance &in, const void *a, size_t a_len, int a_contributors,
     const uint64_t c = static_cast<uint64_t>(pa.h.contributors) + pb.h.contributors;
     if (c * pa.h.kmax >= kMaxSum) return TERSE_CODEC_ERR_UNSUPPORTED;
     const size_t worst = stream_worst(count, c, pa.h.kmax);
-    if (kHeaderBytes + (in.p.zstd ? 0 : worst) > out_cap) return TERSE_CODEC_ERR_NOSPACE;
+    if (out_cap <= kHeaderBytes) return TERSE_CODEC_ERR_NOSPACE;
 
     uint8_t *po = static_cast<uint8_t *>(out);
     uint8_t *stream = po + kHeaderBytes;
-    if (in.p.zstd && !(stream = thread_scratch(2, worst))) return TERSE_CODEC_ERR_NOMEM;
+    const bool direct = !in.p.zstd && out_cap - kHeaderBytes >= worst + kPackSlack;
+    if (!direct && !(stream = thread_scratch(2, worst + kPackSlack))) return TERSE_CODEC_ERR_NOMEM;
     const size_t nb = block_count(count);
     const bool nib = nibble_widths(c, pa.h.kmax);
     CombineJob j;

@@ -18,6 +18,10 @@ using terse_codec::BF16;
 using terse_codec::Elem;
 using terse_codec::F16;
 
+// Block writers may store up to this many bytes past the block they write
+// (whole groups of planes, to avoid a branch per plane); buffers have room.
+constexpr size_t kPackSlack = 32;
+
 enum StatsMode { kStatsAbs = 0, kStatsRange = 1, kStatsNorm = 2 };
 
 struct ChunkStats {
@@ -33,7 +37,7 @@ struct EncodeJob {
     double inv;      // 1 / q
     bool nibbles;
     uint8_t *widths;  // widths_bytes(...) bytes
-    uint8_t *data;    // room for the worst case
+    uint8_t *data;    // room for the worst case + kPackSlack
     size_t data_len;  // out
 };
 
@@ -55,7 +59,7 @@ struct CombineJob {
     const uint8_t *wb, *db;
     bool nb;
     uint32_t zmax_b;
-    uint8_t *wo, *dout;  // room for the worst case of the sum
+    uint8_t *wo, *dout;  // room for the worst case of the sum + kPackSlack
     bool no;
     size_t out_len;      // out
 };
