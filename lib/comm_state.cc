@@ -18,7 +18,7 @@ CommState::CommState(MPI_Comm c) { bind(c); }
 CommState::CommState(const CommState &parent, inherit_tag)
     : info_overrides(parent.info_overrides), api_overrides(parent.api_overrides) {}
 
-CommState::~CommState() = default;
+CommState::~CommState() { runtime_ctx_release(ctx_id); }
 
 void CommState::bind(MPI_Comm c) {
     comm = c;
@@ -143,6 +143,37 @@ std::string describe_mismatch(CommState *st) {
     return "rank 0 has '" + a + "' but rank " + std::to_string(other) + " has '" + b + "'";
 }
 
+// Pick the lowest id free on every member (used = OR of the members' masks),
+// claim it, and confirm collectively; retry with fresh masks if a concurrent
+// context creation on some member took the id first.
+Status agree_ctx_id(CommState *st, const uint64_t *used) {
+    std::vector<uint64_t> mask(used, used + kCtxMaskWords);
+    for (;;) {
+        uint32_t id = 0;
+        for (size_t w = 0; w < kCtxMaskWords && id == 0; ++w)
+            if (~mask[w]) id = static_cast<uint32_t>(w * 64 + __builtin_ctzll(~mask[w]));
+        if (id == 0)
+            return set_error(TERSE_ERR_NO_MEMORY,
+                             "communicator %s: all %u terse context ids are in use on some rank "
+                             "(free communicators that are no longer needed)",
+                             st->describe().c_str(), kCtxIdCount);
+        int lost = runtime_ctx_claim(id) ? 0 : 1, any_lost = 0;
+        if (PMPI_Allreduce(&lost, &any_lost, 1, MPI_INT, MPI_MAX, st->comm) != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed",
+                             st->describe().c_str());
+        if (!any_lost) {
+            st->ctx_id = id;
+            return TERSE_OK;
+        }
+        if (!lost) runtime_ctx_release(id);
+        runtime_ctx_used(mask.data());
+        if (PMPI_Allreduce(MPI_IN_PLACE, mask.data(), static_cast<int>(kCtxMaskWords),
+                           MPI_UINT64_T, MPI_BOR, st->comm) != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed",
+                             st->describe().c_str());
+    }
+}
+
 }  // namespace
 
 Status comm_state_ready(CommState *st) {
@@ -152,13 +183,19 @@ Status comm_state_ready(CommState *st) {
         local = prepare_codec(st);
         if (local != TERSE_OK) local_msg = last_error();
     }
-    // One small collective decides for everyone: configuration hashes equal
-    // (max(h) == ~max(~h) iff min == max), no rank failed locally, and a
-    // context id that is unused on every member process.
+    // One small collective decides for everyone.  With MPI_BOR over
+    // {h, ~h}: all hashes are equal iff the two ORs share no bit.  The same
+    // call carries the local error flag and, for a new context, the masks of
+    // context ids in use.
     uint64_t h = st->config.hash();
-    uint64_t in[4] = {h, ~h, local != TERSE_OK ? 1u : 0u, runtime_next_ctx_id()};
-    uint64_t out[4];
-    if (PMPI_Allreduce(in, out, 4, MPI_UINT64_T, MPI_MAX, st->comm) != MPI_SUCCESS)
+    std::vector<uint64_t> in(3 + kCtxMaskWords, 0), out(in.size());
+    in[0] = h;
+    in[1] = ~h;
+    in[2] = local != TERSE_OK ? 1u : 0u;
+    bool need_id = st->ctx_id == 0;
+    if (need_id) runtime_ctx_used(&in[3]);
+    int n = need_id ? static_cast<int>(in.size()) : 3;
+    if (PMPI_Allreduce(in.data(), out.data(), n, MPI_UINT64_T, MPI_BOR, st->comm) != MPI_SUCCESS)
         return set_error(TERSE_ERR_MPI, "agreement on communicator %s failed in PMPI_Allreduce",
                          st->describe().c_str());
     if (out[2] != 0) {
@@ -167,13 +204,16 @@ Status comm_state_ready(CommState *st) {
                          "communicator %s: another rank has an invalid terse configuration "
                          "(see its message)", st->describe().c_str());
     }
-    if (out[0] != ~out[1]) {
+    if ((out[0] & out[1]) != 0) {
         std::string why = describe_mismatch(st);
         return set_error(TERSE_ERR_MISMATCH,
                          "ranks of communicator %s disagree on its terse configuration: %s",
                          st->describe().c_str(), why.c_str());
     }
-    st->ctx_id = runtime_claim_ctx_id(out[3]);
+    if (need_id) {
+        Status s = agree_ctx_id(st, &out[3]);
+        if (s != TERSE_OK) return s;
+    }
     st->seq = 0;
     st->ready = true;
     TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(),

@@ -32,7 +32,8 @@ struct Runtime {
     ConfigFile file;
     bool has_file = false;
     int keyval = MPI_KEYVAL_INVALID;
-    std::atomic<uint64_t> next_ctx{1};
+    std::mutex ctx_mu;  // guards ctx_used; taken at context creation only
+    uint64_t ctx_used[kCtxMaskWords] = {1};  // id 0 reserved
 
     std::mutex mu;  // guards the lists below; taken at comm create/free only
     std::vector<CommState *> live;
@@ -40,8 +41,6 @@ struct Runtime {
 };
 
 Runtime g_rt;
-
-constexpr uint64_t kMaxCtxId = 0xFFFFFu;  // 20 bits in the tag (transport.h)
 
 void track(CommState *st) {
     std::lock_guard<std::mutex> lk(g_rt.mu);
@@ -96,16 +95,23 @@ LogLevel parse_level(const std::string &s) {
 
 const CommConfig &runtime_env_defaults() { return g_rt.env_defaults; }
 const ConfigFile *runtime_config_file() { return g_rt.has_file ? &g_rt.file : nullptr; }
-uint64_t runtime_next_ctx_id() { return g_rt.next_ctx.load(); }
+void runtime_ctx_used(uint64_t mask[kCtxMaskWords]) {
+    std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
+    std::copy(std::begin(g_rt.ctx_used), std::end(g_rt.ctx_used), mask);
+}
 
-uint32_t runtime_claim_ctx_id(uint64_t agreed) {
-    // Every member moves past the agreed id, so ids of live contexts that
-    // share a process never collide.  After 2^20 contexts the ids wrap.
-    uint64_t next = agreed + 1 > kMaxCtxId ? 1 : agreed + 1;
-    uint64_t cur = g_rt.next_ctx.load();
-    while ((cur <= agreed || cur > kMaxCtxId) && !g_rt.next_ctx.compare_exchange_weak(cur, next)) {
-    }
-    return static_cast<uint32_t>(agreed & kMaxCtxId);
+bool runtime_ctx_claim(uint32_t id) {
+    std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
+    uint64_t bit = uint64_t(1) << (id % 64);
+    if (id == 0 || id >= kCtxIdCount || (g_rt.ctx_used[id / 64] & bit)) return false;
+    g_rt.ctx_used[id / 64] |= bit;
+    return true;
+}
+
+void runtime_ctx_release(uint32_t id) {
+    if (id == 0 || id >= kCtxIdCount) return;
+    std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
+    g_rt.ctx_used[id / 64] &= ~(uint64_t(1) << (id % 64));
 }
 
 bool runtime_active() { return g_rt.active.load(std::memory_order_acquire); }

@@ -12,9 +12,19 @@ namespace terse {
 const CommConfig &runtime_env_defaults();
 // The TERSE_CONFIG file, or nullptr when none is set.
 const ConfigFile *runtime_config_file();
-// This process's next free context id (a proposal for the agreement).
-uint64_t runtime_next_ctx_id();
-// Record the agreed id (the max of all members' proposals) as taken.
-uint32_t runtime_claim_ctx_id(uint64_t agreed);
+// Context ids tag every message of a communicator's collectives, so two
+// live contexts that share a process must never hold the same id.  Ids are
+// agreed like MPI context ids: the members OR together their masks of ids
+// in use, take the lowest id free everywhere, and claim it locally; since
+// another thread may have claimed it meanwhile, they confirm the claim
+// collectively and retry if any member lost the race.
+constexpr uint32_t kCtxIdCount = 8192;                  // live contexts per process
+constexpr size_t kCtxMaskWords = kCtxIdCount / 64;
+// Copy this process's mask of ids in use (bit set = used; id 0 is reserved).
+void runtime_ctx_used(uint64_t mask[kCtxMaskWords]);
+// Claim id locally; false if it is in use (another thread won it).
+bool runtime_ctx_claim(uint32_t id);
+// Release a claimed id (communicator freed, or a lost race).
+void runtime_ctx_release(uint32_t id);
 
 }  // namespace terse
