@@ -21,11 +21,21 @@ export TERSE_PLUGIN_PATH="$TERSE_BUILDDIR/tests/.libs:$TERSE_PLUGIN_PATH"
 
 value() { sed -n "s/^$1 //p" "$2" | head -n 1; }
 
-# csv_field SECTION CODEC COLUMN FILE: a column of terse-eval --csv output.
+# csv_field SECTION CODEC COLUMN FILE: a column of terse-eval --csv output
+# (a quoted field, such as a codec spec with commas, is unquoted first).
 csv_field() {
-    awk -F, -v s="$1" -v c="$2" -v col="$3" '
-        NR == 1 { for (i = 1; i <= NF; i++) idx[$i] = i; next }
-        $1 == s && $2 == c && $3 == "all" { print $idx[col]; exit }' "$4"
+    awk -v s="$1" -v c="$2" -v col="$3" '
+        function unquote(line,   q) {
+            while (match(line, /"[^"]*"/)) {
+                q = substr(line, RSTART + 1, RLENGTH - 2); gsub(/,/, ";", q)
+                line = substr(line, 1, RSTART - 1) q substr(line, RSTART + RLENGTH)
+            }
+            return line
+        }
+        BEGIN { gsub(/,/, ";", c) }
+        { n = split(unquote($0), f, ",") }
+        NR == 1 { for (i = 1; i <= n; i++) idx[f[i]] = i; next }
+        f[1] == s && f[2] == c && f[3] == "all" { print f[idx[col]]; exit }' "$4"
 }
 
 # same A B: numbers equal to 1e-6 relative (printing rounds the last digit).
@@ -136,5 +146,12 @@ if have quantize; then
 fi
 if have topk; then
     lossy topk:ratio=0.1 t3 3
+fi
+if have zfp; then
+    lossy zfp:rate=8 z3 3
+fi
+if have errbound; then
+    lossy errbound:abs=0.01 e3 3
+    lossy errbound:rel=1e-3,zstd=on e2 2
 fi
 echo "capture and evaluation checks passed"
