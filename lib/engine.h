@@ -1,7 +1,28 @@
 // The engine: runs collective schedules over the transport, compressing
-// chunks with the communicator's codec.  Algorithms live in their own files
-// (ring_allreduce.cc, ring_reduce_scatter.cc, ring_allgather.cc, ...); this
-// header is the only thing the wrappers and the API see.
+// chunks with the communicator's codec.  This header is the only thing the
+// wrappers and the API see.  Inside:
+//   planner.h/.cc          which schedule, chunk size, depth (a pure function of
+//                          the call's matching arguments and agreed config)
+//   engine_op.h/.cc        what every operation shares: frames, poisoned mode,
+//                          error feedback, summable statistics, verification, stats
+//   ring_stream.h/.cc      windowed, deadlock-free message streams
+//   ring_op.h, ring_allreduce.cc, ring_reduce_scatter.cc, ring_allgather.cc
+//                          the pipelined ring (allreduce = reduce-scatter + allgather)
+//   recursive_doubling.cc  short messages
+//   gather_allreduce.cc    codecs whose payloads cannot be summed
+//   reduce_kernels.h/.cc   element-wise reductions (lossless fast path, raw frames)
+//   error_feedback.h/.cc   residuals carried between calls
+//   verify.h/.cc           TERSE_VERIFY
+//   link.h, link_ucx.cc    the transport and PMPI seen as two small interfaces
+//   scratch.h/.cc          per-thread reuse of scratch memory
+//
+// Failures: a rank that fails locally (corrupt frame, codec error) keeps its
+// schedule going with header-only poison frames, so every rank's operation
+// ends with an error (TERSE_ERR_REMOTE naming the failing rank on the others)
+// and none waits forever.  With a lossy codec the ranks also agree on the
+// outcome at the end (one small allreduce), because a decode can fail on a
+// message that is not forwarded any more.  Transport failures end the
+// operation at once (the MPI error handler then decides).
 //
 // Every collective is an Operation: a state machine that progress() moves
 // forward without blocking, so the same code serves blocking calls (start,
