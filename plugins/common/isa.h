@@ -5,6 +5,10 @@
 
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace terse_codec {
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
@@ -17,6 +21,16 @@ inline const char *isa_name(Isa isa) {
     }
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not know it);
+// the OS support for the YMM state it needs is part of the "avx2" check.
+inline bool cpu_has_f16c() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & bit_F16C) != 0;
+}
+#endif
+
 // True if this CPU can run isa's code path.
 inline bool isa_available(Isa isa) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -24,8 +38,7 @@ inline bool isa_available(Isa isa) {
     switch (isa) {
     case Isa::Scalar: return true;
     case Isa::Avx2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-               __builtin_cpu_supports("bmi2");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && cpu_has_f16c();
     case Isa::Avx512:
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
