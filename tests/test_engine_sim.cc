@@ -534,3 +534,98 @@ TEST(Planner, AutoPicksRecursiveDoublingForShortMessages) {
     cfg.algorithm = Algorithm::Ring;
     EXPECT_EQ(terse::plan_collective(cfg, 8, a, identity_codec(), 1 << 18).schedule, terse::Schedule::Ring);
 }
+
+// ---------------------------------------------------------------- progress list
+
+namespace {
+
+class Recorder final : public terse::Operation {
+public:
+    Recorder(std::vector<int> *log, int id, int steps) : log_(log), id_(id), steps_(steps) {}
+    Status progress(bool *done) override {
+        log_->push_back(id_);
+        *done = --steps_ <= 0;
+        return *done && id_ == 3 ? terse::set_error(TERSE_ERR_CORRUPT, "op %d failed", id_) : TERSE_OK;
+    }
+
+private:
+    std::vector<int> *log_;
+    int id_, steps_;
+};
+
+}  // namespace
+
+TEST(EngineProgress, RegisteredOperationsByPriority) {
+    std::vector<int> log;
+    Recorder low(&log, 1, 2), high(&log, 2, 2), normal(&log, 3, 1);
+    low.priority = terse::Priority::Low;
+    high.priority = terse::Priority::High;
+    normal.priority = terse::Priority::Normal;
+    terse::engine_progress_register(&low);
+    terse::engine_progress_register(&high);
+    terse::engine_progress_register(&normal);
+    terse::engine_progress_all();
+    EXPECT_EQ(log, (std::vector<int>{2, 3, 1}));
+    terse::engine_progress_all();  // the finished op is skipped
+    EXPECT_EQ(log, (std::vector<int>{2, 3, 1, 2, 1}));
+    EXPECT_TRUE(high.finished());
+    EXPECT_TRUE(low.finished());
+    // The outcome is kept, message included, for whoever waits.
+    terse::clear_error();
+    EXPECT_EQ(terse::engine_wait(&normal), TERSE_ERR_CORRUPT);
+    EXPECT_STREQ(terse::last_error(), "op 3 failed");
+    EXPECT_EQ(terse::engine_wait(&low), TERSE_OK);
+    terse::engine_progress_unregister(&low);
+    terse::engine_progress_unregister(&high);
+    terse::engine_progress_unregister(&normal);
+    terse::engine_progress_all();
+    EXPECT_EQ(log.size(), 5u);
+}
+
+TEST(EngineProgress, SimulatedRanksDrivenByTheList) {
+    // Operations of 4 simulated ranks advanced only by engine_progress_all().
+    const int n = 4;
+    Fabric fabric(n, false);
+    Collectives coll(n);
+    auto in = make_inputs(TERSE_DTYPE_INT32, 5000, n, 3);
+    std::vector<std::vector<int32_t>> out(n, std::vector<int32_t>(5000));
+    std::vector<std::unique_ptr<Operation>> ops(n);
+    std::vector<std::unique_ptr<SimLink>> links;
+    std::vector<std::unique_ptr<SimControl>> controls;
+    std::vector<terse::Stats> stats(n);
+    terse::CommConfig cfg;
+    cfg.chunk_bytes = 1024;
+    std::vector<std::unique_ptr<terse::CodecInstance>> keep;
+    terse::CodecPlugin plugin{identity_codec(), "(test)", 1};
+    for (int r = 0; r < n; ++r) {
+        links.push_back(std::make_unique<SimLink>(&fabric, r));
+        controls.push_back(std::make_unique<SimControl>(&coll, r));
+        terse_codec_setup_t setup{sizeof setup, TERSE_DTYPE_INT32, TERSE_MEM_HOST, n, 1 << 16};
+        void *inst = nullptr;
+        identity_codec()->create(nullptr, &setup, &inst, nullptr, 0);
+        keep.push_back(std::make_unique<terse::CodecInstance>(&plugin, inst, setup));
+        terse::EngineEnv env;
+        env.rank = r;
+        env.size = n;
+        env.codec = keep.back().get();
+        env.stats = &stats[r];
+        env.link = links[r].get();
+        env.control = controls[r].get();
+        terse::CollArgs a;
+        a.sendbuf = in[r].data();
+        a.recvbuf = out[r].data();
+        a.count = 5000;
+        a.dtype = TERSE_DTYPE_INT32;
+        ASSERT_EQ(terse::make_operation(env, cfg, a, nullptr, nullptr, &ops[r]), TERSE_OK);
+        terse::engine_progress_register(ops[r].get());
+    }
+    for (int i = 0; i < 100000 && !std::all_of(ops.begin(), ops.end(), [](auto &o) { return o->finished(); }); ++i)
+        terse::engine_progress_all();
+    for (auto &o : ops) {
+        EXPECT_TRUE(o->finished());
+        EXPECT_EQ(terse::engine_wait(o.get()), TERSE_OK);
+        terse::engine_progress_unregister(o.get());
+    }
+    Ref ref = reference(TERSE_DTYPE_INT32, TERSE_OP_SUM, in, 5000);
+    for (int r = 0; r < n; ++r) EXPECT_EQ(0, std::memcmp(out[r].data(), ref.exact.data(), 5000 * 4)) << r;
+}
