@@ -56,20 +56,35 @@ std::vector<Isa> isas() {
     return v;
 }
 
-// Per-rank error the man page states for a block whose agreed max is m.
-double per_rank_error(double m, int bits, tq::Rounding r) {
-    if (bits == 1) return r == tq::kNearest ? m / 2 : 2 * m;
+// Per-rank error the man page states for a block whose agreed max |x| is m
+// and (1-bit nearest) whose agreed mean |x| is s.
+double per_rank_error(double m, double s, int bits, tq::Rounding r) {
+    if (bits == 1) return r == tq::kNearest ? std::max(s, m - s) : 2 * m;
     const double u = m / static_cast<double>((1u << (bits - 1)) - 1u);
     return r == tq::kNearest ? u / 2 : u;
 }
 
-// The agreed max of each block, computed here from the data (not by the codec).
+// The agreed max |x| of each block, computed here from the data (not by the codec).
 std::vector<double> reference_block_max(const std::vector<Buf> &in, int block) {
     const size_t n = in[0].n;
     std::vector<double> m((n + block - 1) / block, 0.0);
     for (const Buf &b : in)
         for (size_t i = 0; i < n; i++) m[i / block] = std::max(m[i / block], std::fabs(b.get(i)));
     return m;
+}
+
+// The agreed mean |x| of each block: the max over ranks of each rank's block mean.
+std::vector<double> reference_block_mean(const std::vector<Buf> &in, int block) {
+    const size_t n = in[0].n;
+    std::vector<double> s((n + block - 1) / block, 0.0);
+    for (const Buf &b : in)
+        for (size_t first = 0; first < n; first += block) {
+            const size_t len = std::min<size_t>(block, n - first);
+            double sum = 0;
+            for (size_t i = first; i < first + len; i++) sum += std::fabs(b.get(i));
+            s[first / block] = std::max(s[first / block], sum / static_cast<double>(len));
+        }
+    return s;
 }
 
 struct Reduction {
@@ -149,6 +164,9 @@ Reduction reduce(const tq::Instance &inst, const std::vector<Buf> &in, bool tree
 ::testing::AssertionResult within_bound(const std::vector<Buf> &in, const Buf &res, const tq::Params &p) {
     const int block = 1 << p.log2_block;
     const std::vector<double> m = reference_block_max(in, block);
+    // The codec sums means in another order: allow for it (1e-12 relative).
+    std::vector<double> s = reference_block_mean(in, block);
+    for (double &v : s) v *= 1 + 1e-12;
     const double nr = static_cast<double>(in.size());
     double worst = 0;
     for (size_t i = 0; i < res.n; i++) {
@@ -156,7 +174,7 @@ Reduction reduce(const tq::Instance &inst, const std::vector<Buf> &in, bool tree
         for (const Buf &b : in) exact += b.get(i);  // exact enough: checked below against a bound >> 2^-50
         const double r = res.get(i);
         if (std::fabs(exact) > max_finite(res.dt)) continue;  // saturated: no finite answer exists
-        const double bound = nr * per_rank_error(m[i / block], p.bits, p.rounding) * (1 + 0x1p-32) +
+        const double bound = nr * per_rank_error(m[i / block], s[i / block], p.bits, p.rounding) * (1 + 0x1p-32) +
                              ulp_of(res.dt, r) + std::fabs(exact) * 0x1p-50;
         const double err = std::fabs(r - exact);
         if (!(err <= bound))
@@ -200,6 +218,13 @@ TEST(QuantizeParams, DefaultsAndCanonicalString) {
     char small[8];
     EXPECT_EQ(tq::params_string(p, small, sizeof small), std::strlen("bits=4,block=1024,rounding=stochastic"));
     EXPECT_EQ(std::strlen(small), 7u);
+    // The default block follows the width (scale and stats overhead near 5%).
+    for (auto [bits, block] : {std::pair{"1", "2048"}, {"2", "1024"}, {"4", "512"}, {"8", "256"}, {"16", "256"}}) {
+        const terse_codec_kv_t b[] = {{"bits", bits}};
+        ASSERT_EQ(tq::parse_params(b, 1, &p, err, sizeof err), TERSE_CODEC_OK);
+        tq::params_string(p, buf, sizeof buf);
+        EXPECT_EQ(std::string(buf), std::string("bits=") + bits + ",block=" + block + ",rounding=nearest");
+    }
 }
 
 TEST(QuantizeParams, RejectsWithMessages) {
@@ -385,15 +410,16 @@ TEST(QuantizeContract, StochasticIsDeterministicAndUnbiased) {
 }
 
 TEST(QuantizeContract, OneBitLevels) {
-    // Nearest: levels +-m/2;  stochastic: levels +-m, unbiased.
-    const std::vector<double> v{1.0, -1.0, 0.25, -0.25, 0.0, 0.75};
+    // Nearest: levels +-(mean |x| of the block);  stochastic: levels +-m, unbiased.
+    const std::vector<double> v{1.0, -1.0, 0.25, -0.25, 0.0, 0.75, -0.5, 0.5};
     std::vector<double> data(256);
     for (size_t i = 0; i < data.size(); i++) data[i] = v[i % v.size()];
     const std::vector<Buf> in{make_buf(TERSE_DTYPE_FLOAT32, data)};
     auto near = make_inst(params_of(1, 256), TERSE_DTYPE_FLOAT32, 1);
     Reduction r = reduce(*near, in);
     ASSERT_EQ(r.rc, TERSE_CODEC_OK);
-    for (size_t i = 0; i < 6; i++) EXPECT_EQ(r.result.get(i), data[i] >= 0 ? 0.5 : -0.5) << i;
+    const float mean = 4.25f / 8;  // exact in float
+    for (size_t i = 0; i < 8; i++) EXPECT_EQ(r.result.get(i), data[i] >= 0 ? mean : -mean) << i;
     auto sto = make_inst(params_of(1, 256, tq::kStochastic), TERSE_DTYPE_FLOAT32, 1);
     r = reduce(*sto, in);
     ASSERT_EQ(r.rc, TERSE_CODEC_OK);

@@ -51,7 +51,7 @@ bool chunk_has_nonfinite(const Instance &in, const void *src, size_t count) {
     std::vector<double> dummy;  // not reached on the hot path: only after a failed encode
     const size_t lb = kMaxLog2Block;
     dummy.resize(block_count(count, static_cast<int>(lb)));
-    in.k->stats[in.dindex](src, count, static_cast<int>(lb), dummy.data());
+    in.k->stats[in.dindex](src, count, static_cast<int>(lb), false, dummy.data());
     for (double m : dummy)
         if (std::isinf(m)) return true;
     return false;
@@ -116,7 +116,7 @@ size_t stats_count(const Instance &in, size_t count) { return block_count(count,
 int stats(const Instance &in, const void *src, size_t count, double *out) {
     if (count == 0) return TERSE_CODEC_OK;
     if (!src || !out) return TERSE_CODEC_ERR_PARAM;
-    in.k->stats[in.dindex](src, count, in.p.log2_block, out);
+    in.k->stats[in.dindex](src, count, in.p.log2_block, scale_is_mean(in.p.bits, in.p.rounding), out);
     return TERSE_CODEC_OK;
 }
 
@@ -138,7 +138,8 @@ int encode(const Instance &in, const void *src, size_t count, void *dst, size_t 
         } catch (const std::bad_alloc &) {
             return TERSE_CODEC_ERR_NOMEM;
         }
-        in.k->stats[in.dindex](src, count, in.p.log2_block, local.data());
+        in.k->stats[in.dindex](src, count, in.p.log2_block, scale_is_mean(in.p.bits, in.p.rounding),
+                               local.data());
         agreed = local.data();
     }
     for (size_t b = 0; b < nb; b++) {

@@ -14,11 +14,10 @@
 namespace terse_quantize {
 
 constexpr int kDefaultBits = 8;
-constexpr int kDefaultLog2Block = 8;  // 256 elements: see the man page for the measurements
 
 struct Params {
     int bits = kDefaultBits;
-    int log2_block = kDefaultLog2Block;
+    int log2_block = default_log2_block(kDefaultBits);  // parse: default_log2_block(bits) unless given
     Rounding rounding = kNearest;
 };
 

@@ -21,9 +21,13 @@
 // with, for L = 2^(bits-1) - 1:
 //     bits >= 2: mul = 1, Z = L, k in [-L, L],  u = m / L
 //     bits == 1: mul = 2, Z = 1, k in {-1, +1}: S counts the +1s; the levels
-//                are +-u with u = m/2 (nearest: the worst case error is then
-//                m/2, the least any two symmetric levels allow) or u = m
-//                (stochastic: unbiased needs the levels to span [-m, m]).
+//                are +-u with
+//                  nearest:    u = s, the block's mean |x| (the level that
+//                              minimises the squared error of sign coding);
+//                              the stored scale is s, agreed as the max over
+//                              ranks of each rank's block mean |x|;
+//                  stochastic: u = m (unbiased needs the levels to span [-m, m]).
+// The stored scale is m (the agreed block max |x|) in every other case.
 // The width grows with the contributors, so early ring hops stay small:
 //     width_for(bits, c) = bit length of c * code_max(bits)
 #pragma once
@@ -106,10 +110,20 @@ TERSE_HD inline int width_for(int bits, uint64_t contributors) {
     return terse_codec::bit_length(top);
 }
 
-// Step u of a block whose agreed max |x| is m.
+// Step u of a block whose stored scale is m.
 TERSE_HD inline double step_of(double m, int bits, int rounding) {
+    (void)rounding;
     if (bits >= 2) return m / static_cast<double>(levels(bits));
-    return rounding == kNearest ? m * 0.5 : m;
+    return m;
+}
+
+// 1-bit nearest scales blocks by their mean |x| (stats() says which).
+TERSE_HD inline bool scale_is_mean(int bits, int rounding) { return bits == 1 && rounding == kNearest; }
+
+// Default block per width: keeps the per-block scale and the agreed stats
+// near 5% of the code bits (measured: see terse_codec_quantize(7)).
+TERSE_HD inline int default_log2_block(int bits) {
+    return bits == 1 ? 11 : bits == 2 ? 10 : bits == 4 ? 9 : 8;
 }
 
 TERSE_HD inline size_t block_count(size_t count, int log2_block) {

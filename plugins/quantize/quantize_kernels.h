@@ -46,8 +46,8 @@ struct DecodeJob {
     void *dst;
 };
 
-// Per-block max |x| of a chunk; +inf for a block holding NaN or Inf.
-using StatsFn = void (*)(const void *src, size_t count, int log2_block, double *out);
+// Per-block max |x| (or, mean: mean |x|) of a chunk; +inf for a block holding NaN or Inf.
+using StatsFn = void (*)(const void *src, size_t count, int log2_block, bool mean, double *out);
 // false: some element is NaN or exceeds its block's agreed max.
 using EncodeFn = bool (*)(const EncodeJob &);
 // false: some code exceeds contributors * code_max (corrupt payload).
@@ -135,6 +135,8 @@ TERSE_HD inline double dequantize_one(uint32_t s, uint32_t mul, uint32_t zoff, d
 //   template <T> static bool decode_groups(const uint8_t *in, size_t groups, int width,
 //        uint32_t mul, uint32_t zoff, uint32_t smax, double u, T *dst, bool acc);
 //   template <T> static uint64 block_max_bits(const T *x, size_t n);   (any n)
+//   template <T> static size_t abs_sum_lanes(const T *x, size_t n, double *lanes8);
+//        adds |x[i]| to lanes8[i % 8] in order for a prefix of x, returns its length
 
 template <typename T, int BITS, int ROUND>
 TERSE_HD inline bool encode_tail(const T *x, size_t n, double m, double inv, uint32_t key, uint32_t lo,
@@ -161,15 +163,17 @@ bool encode_chunk(const EncodeJob &j) {
         const double m = stored_scale<T>(j.agreed[b]);
         put_scale<T>(j.scales, b, m);
         const double inv = inverse_step(m, step_of(m, BITS, ROUND));
+        // Values must lie within the agreed max; sign coding takes any finite value.
+        const double limit = scale_is_mean(BITS, ROUND) ? DBL_MAX : m;
         const uint32_t key = terse_codec::hash_key(j.seed, static_cast<uint32_t>(first >> 32));
         const uint32_t lo = static_cast<uint32_t>(first);
         uint8_t *out = j.codes + first / 8 * BITS;
         const size_t groups = n / 32;
-        if (groups) ok &= Body::template encode_groups<T, BITS, ROUND>(x + first, groups, m, inv, key, lo, out);
+        if (groups) ok &= Body::template encode_groups<T, BITS, ROUND>(x + first, groups, limit, inv, key, lo, out);
         const size_t done = groups * 32;
         if (done < n) {
             uint32_t codes[32];
-            ok &= encode_tail<T, BITS, ROUND>(x + first + done, n - done, m, inv, key,
+            ok &= encode_tail<T, BITS, ROUND>(x + first + done, n - done, limit, inv, key,
                                               lo + static_cast<uint32_t>(done), codes);
             terse_codec::pack_group(pack, BITS, codes, n - done, first + done, j.codes);
         }
@@ -218,16 +222,34 @@ bool decode_chunk(const DecodeJob &j, bool acc) {
     return ok;
 }
 
+template <typename T>
+TERSE_HD inline void abs_sum_ref(const T *x, size_t n, size_t lane0, double *lanes8) {
+    for (size_t i = 0; i < n; i++) lanes8[(lane0 + i) & 7] += fabs(Elem<T>::load(x + i));
+}
+
+TERSE_HD inline double lanes8_sum(const double *l) {
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
 template <typename Body, typename T>
-void stats_chunk(const void *src, size_t count, int log2_block, double *out) {
+void stats_chunk(const void *src, size_t count, int log2_block, bool mean, double *out) {
     const T *x = static_cast<const T *>(src);
     const size_t block = size_t{1} << log2_block;
     const size_t nb = block_count(count, log2_block);
     for (size_t b = 0; b < nb; b++) {
         const size_t first = b << log2_block;
         const size_t n = count - first < block ? count - first : block;
-        out[b] = Elem<T>::from_abs_bits(
-            static_cast<typename Elem<T>::Bits>(Body::template block_max_bits<T>(x + first, n)));
+        if (mean) {
+            // Summed in 8 lanes (element i into lane i % 8), the same on every path.
+            double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            const size_t done = Body::template abs_sum_lanes<T>(x + first, n, lanes);
+            abs_sum_ref<T>(x + first + done, n - done, done, lanes);
+            const double v = lanes8_sum(lanes) / static_cast<double>(n);
+            out[b] = v <= DBL_MAX ? v : INFINITY;  // NaN or Inf in the block
+        } else {
+            out[b] = Elem<T>::from_abs_bits(
+                static_cast<typename Elem<T>::Bits>(Body::template block_max_bits<T>(x + first, n)));
+        }
     }
 }
 

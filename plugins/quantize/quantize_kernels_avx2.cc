@@ -203,6 +203,24 @@ struct Avx2Body {
     }
 
     template <typename T>
+    TQ_TARGET static size_t abs_sum_lanes(const T *x, size_t n, double *lanes8) {
+        const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+        __m256d a0 = _mm256_loadu_pd(lanes8), a1 = _mm256_loadu_pd(lanes8 + 4);
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            __m256d d[8];
+            load32(x + i, d);
+            for (int k = 0; k < 8; k += 2) {
+                a0 = _mm256_add_pd(a0, _mm256_and_pd(d[k], absmask));
+                a1 = _mm256_add_pd(a1, _mm256_and_pd(d[k + 1], absmask));
+            }
+        }
+        _mm256_storeu_pd(lanes8, a0);
+        _mm256_storeu_pd(lanes8 + 4, a1);
+        return i;
+    }
+
+    template <typename T>
     TQ_TARGET static uint64_t block_max_bits(const T *x, size_t n) {
         size_t i = 0;
         uint64_t m = 0;

@@ -189,6 +189,19 @@ struct Avx512Body {
     }
 
     template <typename T>
+    TQ_TARGET static size_t abs_sum_lanes(const T *x, size_t n, double *lanes8) {
+        __m512d acc = _mm512_loadu_pd(lanes8);
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            __m512d d[4];
+            load32(x + i, d);
+            for (int k = 0; k < 4; k++) acc = _mm512_add_pd(acc, _mm512_abs_pd(d[k]));
+        }
+        _mm512_storeu_pd(lanes8, acc);
+        return i;
+    }
+
+    template <typename T>
     TQ_TARGET static uint64_t block_max_bits(const T *x, size_t n) {
         size_t i = 0;
         uint64_t m = 0;

@@ -38,6 +38,11 @@ struct ScalarBody {
     static uint64_t block_max_bits(const T *x, size_t n) {
         return max_abs_bits_ref<T>(x, n);
     }
+
+    template <typename T>
+    static size_t abs_sum_lanes(const T *, size_t, double *) {
+        return 0;  // abs_sum_ref does it all
+    }
 };
 
 }  // namespace

@@ -56,6 +56,7 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
             }
         }
     }
+    if (!seen_block) p.log2_block = default_log2_block(p.bits);
     *out = p;
     return TERSE_CODEC_OK;
 }

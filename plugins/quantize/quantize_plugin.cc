@@ -81,8 +81,8 @@ terse_codec_descriptor_t make_descriptor() {
     d.struct_size = sizeof d;
     d.name = "quantize";
     d.description = "per-block scaled integer quantization, summed exactly in the code domain";
-    d.params_help = "bits=1|2|4|8|16 (default 8), block=32..65536 power of two (default 256), "
-                    "rounding=nearest|stochastic (default nearest)";
+    d.params_help = "bits=1|2|4|8|16 (default 8), block=32..65536 power of two (default 256 for 8 and 16 "
+                    "bits, 512, 1024, 2048 for 4, 2, 1 bits), rounding=nearest|stochastic (default nearest)";
     d.dtypes = terse_codec::kLossyDtypes;
     d.mem_kinds = TERSE_MEM_HOST;
     d.flags = 0;
