@@ -3,6 +3,7 @@
 // MPI_Finalize.  Nothing here runs on the hot path except the attribute
 // lookup in comm_state_get().
 #include "comm_state.h"
+#include "capture.h"
 #include "engine.h"
 #include "log.h"
 #include "runtime_internal.h"
@@ -137,6 +138,8 @@ Status runtime_init(int provided) {
         s = Registry::instance().parse_params(g_rt.env_defaults.codec, &p);
         if (s != TERSE_OK) return s;
     }
+    s = capture_open(g_rt.global, wrank);
+    if (s != TERSE_OK) return s;
     s = Transport::init(provided == MPI_THREAD_MULTIPLE);
     if (s != TERSE_OK) return s;
     if (PMPI_Comm_create_keyval(copy_attr, delete_attr, &g_rt.keyval, nullptr) != MPI_SUCCESS)
@@ -167,6 +170,7 @@ void runtime_finalize() {
     for (const auto &r : g_rt.retired) print_stats_line(r.name, r.rank, r.size, r.stats);
     g_rt.retired.clear();
     PMPI_Comm_free_keyval(&g_rt.keyval);
+    capture_close();
     Transport::finalize();
 }
 

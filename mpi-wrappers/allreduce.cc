@@ -9,9 +9,7 @@
 #include "engine.h"
 #include "log.h"
 
-#ifdef TERSE_HAVE_HDF5_CAPTURE
 #include "capture.h"
-#endif
 
 namespace terse {
 
@@ -54,6 +52,10 @@ int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     if (!engine_eligible(st, a)) {
         st->stats.c.calls_passed++;
         return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+    }
+    if (capture_active()) {
+        Status cs = capture_record(*st, a.sendbuf, a.count, a.dtype, st->call_index, a.op);
+        if (cs != TERSE_OK) TERSE_LOG_WARN("capture: %s", last_error());
     }
     s = engine_run(st, a);
     if (s != TERSE_OK) return report_error(comm, s, "MPI_Allreduce");
