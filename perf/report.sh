@@ -305,6 +305,7 @@ awk -F, '
         if (!((key, $4) in cs)) { cs[key, $4] = 1; codecs[key, ++nc[key]] = $4 }
         if (!((key, $7) in ss)) { ss[key, $7] = 1; sizes[key, ++ns[key]] = $7 }
         mpi[key, $7] = $8; t[key, $4, $7] = $9; sp[key, $4, $7] = $10; r[key, $4, $7] = $13
+        if (!((key, $4) in e) || $16 + 0 > e[key, $4]) e[key, $4] = $16 + 0
     }
     END {
         for (k = 1; k <= nk; k++) {
@@ -324,8 +325,12 @@ awk -F, '
                 }
                 printf "\n"
             }
+            printf "%-6s %10s", "maxrel", "-"
+            for (c = 1; c <= nc[key]; c++) printf " %24s", sprintf("%.1e", e[key, codecs[key, c]])
+            printf "\n"
         }
-        printf "\n(rN = wire ratio: uncompressed bytes / bytes sent)\n"
+        printf "\n(rN = wire ratio: uncompressed bytes / bytes sent; maxrel = largest\n"
+        printf " max |terse - exact| / max |exact| over the sizes)\n"
     }' "$csv"
 echo
 [ ${#failed[@]} -eq 0 ] || echo "Failed runs: ${failed[*]}"
