@@ -377,7 +377,7 @@ TEST(QuantizeContract, LengthsAndAlignment) {
             const auto in = rank_inputs(TERSE_DTYPE_FLOAT32, Shape::Gaussian, n, 3, 5, mis);
             SCOPED_TRACE("n=" + std::to_string(n) + " misalign=" + std::to_string(mis));
             Reduction red = reduce(*inst, in);
-            if (tq::payload_bytes(n, p.log2_block, 4, p.bits) >= n * 4) {  // a header is bigger than the data: raw
+            if (tq::payload_bytes(n, p.log2_block, 4, p.bits, 1) >= n * 4) {  // a header is bigger than the data: raw
                 EXPECT_EQ(red.rc, TERSE_CODEC_RAW);
                 continue;
             }
@@ -622,11 +622,25 @@ TEST(QuantizeCorrupt, BadFieldsAreRejected) {
     expect_corrupt("scale Inf", [](auto &p) { terse_codec::put_u32(p.data() + 28, 0x7f800000u); });
     expect_corrupt("scale negative", [](auto &p) { terse_codec::put_u32(p.data() + 32, 0xbf800000u); });
     expect_corrupt("scale -0", [](auto &p) { terse_codec::put_u32(p.data() + 32, 0x80000000u); });
-    expect_corrupt("padding", [](auto &p) { p.back() |= 0x80; });  // 100 * 10 bits: 4 bits of padding
+    // Combined payloads hold bit planes: groups of 32 codes, 10 words each.
+    // Element 127 is padding of the last group (100 = 3 * 32 + 4).
+    expect_corrupt("padding", [](auto &p) { p.back() |= 0x80; });
     // A code above contributors * 254 (3 ranks: 762 < 1023), in a full group and in the tail.
     const size_t codes = tq::kHeaderBytes + 4 * 4;
-    expect_corrupt("code range", [&](auto &p) { p[codes] = 0xff; p[codes + 1] |= 0x03; });
-    expect_corrupt("code range tail", [&](auto &p) { p[p.size() - 2] = 0xff; p[p.size() - 1] |= 0x0f; });
+    expect_corrupt("code range", [&](auto &p) {
+        for (int j = 0; j < 10; j++) p[codes + 4 * j] |= 0x01;  // element 0 = 1023
+    });
+    expect_corrupt("code range tail", [&](auto &p) {
+        for (int j = 0; j < 10; j++) p[codes + 3 * 40 + 4 * j] |= 0x08;  // element 99 = 1023
+    });
+
+    // A single-rank payload is packed: its padding bits are checked as such.
+    auto one = make_inst(params_of(4, 32), TERSE_DTYPE_FLOAT32, 1);
+    auto single = sample_payload(*one, 101, 1);  // 101 * 4 bits: 4 bits of padding
+    std::vector<float> out1(101);
+    ASSERT_EQ(tq::decode(*one, single.data(), single.size(), out1.data(), 101, 0, TERSE_OP_SUM), TERSE_CODEC_OK);
+    single.back() |= 0x80;
+    EXPECT_EQ(tq::decode(*one, single.data(), single.size(), out1.data(), 101, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT);
 }
 
 TEST(QuantizeCorrupt, CombineRejectsMismatches) {

@@ -30,7 +30,8 @@ int check_payload(const Instance &in, const uint8_t *p, size_t len, size_t count
         h.count != count)
         return TERSE_CODEC_ERR_CORRUPT;
     if (count > SIZE_MAX / 64) return TERSE_CODEC_ERR_CORRUPT;
-    if (len != payload_bytes(count, h.log2_block, h.scale_bytes, h.width)) return TERSE_CODEC_ERR_CORRUPT;
+    if (len != payload_bytes(count, h.log2_block, h.scale_bytes, h.width, h.contributors))
+        return TERSE_CODEC_ERR_CORRUPT;
     const size_t nb = block_count(count, h.log2_block);
     const uint8_t *scales = p + kHeaderBytes;
     for (size_t b = 0; b < nb; b++) {
@@ -39,7 +40,7 @@ int check_payload(const Instance &in, const uint8_t *p, size_t len, size_t count
         if (m > 0 && !(step_of(m, h.bits, h.rounding) >= DBL_MIN)) return TERSE_CODEC_ERR_CORRUPT;
     }
     const size_t bits = count * h.width;
-    if (bits % 8) {
+    if (!planes_layout(h.contributors) && bits % 8) {
         const uint8_t last = p[len - 1];
         if (last >> (bits % 8)) return TERSE_CODEC_ERR_CORRUPT;  // padding must be zero
     }
@@ -55,6 +56,59 @@ bool chunk_has_nonfinite(const Instance &in, const void *src, size_t count) {
     for (double m : dummy)
         if (std::isinf(m)) return true;
     return false;
+}
+
+// Planes of the groups [g0, g0 + n) of a payload's codes into buf (n * w words,
+// plus slack): copied from a planes payload, converted from a single-rank one.
+void group_planes(const Instance &in, const uint8_t *codes, const Header &h, size_t count, size_t g0, size_t n,
+                  uint32_t *buf) {
+    const int w = h.width;
+    if (planes_layout(h.contributors)) {
+        for (size_t g = 0; g < n; g++)
+            terse_codec::load_planes(codes + 4 * static_cast<size_t>(w) * (g0 + g), w, buf + static_cast<size_t>(w) * g);
+        return;
+    }
+    const size_t full = count / 32;
+    const size_t nfull = g0 + n <= full ? n : (g0 < full ? full - g0 : 0);
+    if (nfull) in.k->to_planes(codes + 4 * static_cast<size_t>(w) * g0, w, nfull, buf);
+    for (size_t g = nfull; g < n; g++) {  // the last, partial group
+        uint32_t s[32];
+        const size_t first = (g0 + g) * 32;
+        terse_codec::unpack_group(terse_codec::unpack32_table()[w], w, codes, count, first, count - first, s);
+        terse_codec::planes_pack(s, w, buf + static_cast<size_t>(w) * g);
+    }
+}
+
+// Codes of b added to codes of a, plane by plane, into out (planes, width wo).
+// false: a code out of its range, or non-zero padding.
+bool combine_codes(const Instance &in, const uint8_t *ca, const Header &ha, const uint8_t *cb, const Header &hb,
+                   size_t count, uint8_t *co, int wo) {
+    constexpr size_t kBatch = 64;        // groups per batch: 2048 codes
+    uint32_t bufa[kBatch * 32 + 16], bufb[kBatch * 32 + 16];  // + slack for to_planes
+    const uint32_t amax = ha.contributors * code_max(ha.bits);
+    const uint32_t bmax = hb.contributors * code_max(hb.bits);
+    const size_t groups = (count + 31) / 32;
+    uint32_t bad = 0;
+    for (size_t g0 = 0; g0 < groups; g0 += kBatch) {
+        const size_t n = groups - g0 < kBatch ? groups - g0 : kBatch;
+        group_planes(in, ca, ha, count, g0, n, bufa);
+        group_planes(in, cb, hb, count, g0, n, bufb);
+        for (size_t g = 0; g < n; g++) {
+            const uint32_t *a = bufa + static_cast<size_t>(ha.width) * g;
+            const uint32_t *b = bufb + static_cast<size_t>(hb.width) * g;
+            uint32_t o[32];
+            bad |= terse_codec::planes_greater_than(a, ha.width, amax);
+            bad |= terse_codec::planes_greater_than(b, hb.width, bmax);
+            bad |= terse_codec::planes_add(a, ha.width, b, hb.width, o, wo);
+            if (g0 + g == groups - 1 && count % 32) {  // padding codes must be zero
+                const uint32_t pad = ~((1u << (count % 32)) - 1u);
+                for (int j = 0; j < ha.width; j++) bad |= a[j] & pad;
+                for (int j = 0; j < hb.width; j++) bad |= b[j] & pad;
+            }
+            terse_codec::store_planes(o, wo, co + 4 * static_cast<size_t>(wo) * (g0 + g));
+        }
+    }
+    return bad == 0;
 }
 
 }  // namespace
@@ -107,8 +161,8 @@ void destroy_instance(Instance *inst) { delete inst; }
 
 size_t max_encoded_size(const Instance &in, size_t count) {
     // Combined payloads of all ranks are the widest the engine will hold.
-    return payload_bytes(count, in.p.log2_block, scale_bytes_for(in.dtype),
-                         width_for(in.p.bits, static_cast<uint64_t>(in.nranks)));
+    const uint64_t c = static_cast<uint64_t>(in.nranks);
+    return payload_bytes(count, in.p.log2_block, scale_bytes_for(in.dtype), width_for(in.p.bits, c), c);
 }
 
 size_t stats_count(const Instance &in, size_t count) { return block_count(count, in.p.log2_block); }
@@ -124,7 +178,7 @@ int encode(const Instance &in, const void *src, size_t count, void *dst, size_t 
            const terse_codec_call_t *call) {
     const int sb = scale_bytes_for(in.dtype);
     if (count == 0 || count > SIZE_MAX / 16) return TERSE_CODEC_RAW;
-    const size_t need = payload_bytes(count, in.p.log2_block, sb, in.p.bits);
+    const size_t need = payload_bytes(count, in.p.log2_block, sb, in.p.bits, 1);
     if (need >= count * in.elem_bytes) return TERSE_CODEC_RAW;  // would not shrink (same on every rank)
     if (need > dst_cap) return TERSE_CODEC_ERR_NOSPACE;
     if (!src || !dst || !dst_len) return TERSE_CODEC_ERR_PARAM;
@@ -223,7 +277,7 @@ int combine(const Instance &in, const void *a, size_t a_len, int a_contributors,
     const uint64_t c = static_cast<uint64_t>(ha.contributors) + hb.contributors;
     const int wo = width_for(ha.bits, c);
     if (wo == 0) return TERSE_CODEC_ERR_UNSUPPORTED;  // more contributors than 32-bit sums hold
-    const size_t need = payload_bytes(count, ha.log2_block, ha.scale_bytes, wo);
+    const size_t need = payload_bytes(count, ha.log2_block, ha.scale_bytes, wo, c);
     if (need > out_cap) return TERSE_CODEC_ERR_NOSPACE;
 
     uint8_t *po = static_cast<uint8_t *>(out);
@@ -232,30 +286,11 @@ int combine(const Instance &in, const void *a, size_t a_len, int a_contributors,
     ho.contributors = static_cast<uint32_t>(c);
     write_header(po, ho);
     std::memcpy(po + kHeaderBytes, pa + kHeaderBytes, scale_len);
-
     const uint8_t *ca = pa + kHeaderBytes + scale_len;
     const uint8_t *cb = pb + kHeaderBytes + scale_len;
     uint8_t *co = po + kHeaderBytes + scale_len;
-    const auto ua = terse_codec::unpack32_table()[ha.width];
-    const auto ub = terse_codec::unpack32_table()[hb.width];
-    const auto pk = terse_codec::pack32_table()[wo];
-    const uint32_t amax = ha.contributors * code_max(ha.bits);
-    const uint32_t bmax = hb.contributors * code_max(hb.bits);
-    uint32_t bad = 0;
-    for (size_t first = 0; first < count; first += 32) {
-        const size_t n = count - first < 32 ? count - first : 32;
-        uint32_t sa[32], sb[32];
-        terse_codec::unpack_group(ua, ha.width, ca, count, first, n, sa);
-        terse_codec::unpack_group(ub, hb.width, cb, count, first, n, sb);
-        for (size_t i = 0; i < n; i++) {
-            bad |= (sa[i] > amax) | (sb[i] > bmax);
-            sa[i] += sb[i];
-        }
-        terse_codec::pack_group(pk, wo, sa, n, first, co);
-    }
-    if (bad) return TERSE_CODEC_ERR_CORRUPT;
-    *out_len = need;
-    return TERSE_CODEC_OK;
+    return combine_codes(in, ca, ha, cb, hb, count, co, wo) ? (*out_len = need, TERSE_CODEC_OK)
+                                                            : TERSE_CODEC_ERR_CORRUPT;
 }
 
 }  // namespace terse_quantize

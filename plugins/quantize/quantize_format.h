@@ -12,7 +12,14 @@
 //   12 u32 reserved, 0
 //   16 u64 count
 //   24 scales: one per block, the agreed max |x| of the block (m)
-//   ..  codes: count fields of `width` bits (common/bitpack.h), padding bits 0
+//   ..  codes, in one of two layouts:
+//       contributors == 1: count fields of `width` bits packed LSB first
+//                          (common/bitpack.h), padding bits 0: plain bytes
+//                          or uint16 at 8 and 16 bits, fast to write and read;
+//       contributors >= 2: groups of 32 codes, each group `width` 32-bit
+//                          words of bit planes (common/bitplanes.h), the last
+//                          group padded with zero codes: combine() adds two
+//                          payloads plane by plane, 32 codes per operation.
 //
 // A code is an unsigned integer S.  For one rank S = k + Z where k is the
 // signed level; codes of several ranks are summed as integers, so a payload
@@ -130,9 +137,17 @@ TERSE_HD inline size_t block_count(size_t count, int log2_block) {
     return (count + (size_t{1} << log2_block) - 1) >> log2_block;
 }
 
-TERSE_HD inline size_t payload_bytes(size_t count, int log2_block, int scale_bytes, int width) {
+TERSE_HD inline bool planes_layout(uint64_t contributors) { return contributors >= 2; }
+
+TERSE_HD inline size_t codes_bytes(size_t count, int width, uint64_t contributors) {
+    if (planes_layout(contributors)) return (count + 31) / 32 * 4 * static_cast<size_t>(width);
+    return terse_codec::packed_bytes(count, width);
+}
+
+TERSE_HD inline size_t payload_bytes(size_t count, int log2_block, int scale_bytes, int width,
+                                     uint64_t contributors) {
     return kHeaderBytes + block_count(count, log2_block) * static_cast<size_t>(scale_bytes) +
-           terse_codec::packed_bytes(count, width);
+           codes_bytes(count, width, contributors);
 }
 
 }  // namespace terse_quantize

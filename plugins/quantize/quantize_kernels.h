@@ -8,6 +8,7 @@
 
 #include "quantize_format.h"
 
+#include "../common/bitplanes.h"
 #include "../common/counter_hash.h"
 #include "../common/elem.h"
 #include "../common/isa.h"
@@ -36,7 +37,7 @@ struct EncodeJob {
 
 struct DecodeJob {
     const uint8_t *scales;  // checked: finite, >= 0, usable step
-    const uint8_t *codes;
+    const uint8_t *codes;   // bit planes when contributors >= 2
     size_t count;
     int log2_block;
     int bits;
@@ -52,11 +53,16 @@ using StatsFn = void (*)(const void *src, size_t count, int log2_block, bool mea
 using EncodeFn = bool (*)(const EncodeJob &);
 // false: some code exceeds contributors * code_max (corrupt payload).
 using DecodeFn = bool (*)(const DecodeJob &, bool accumulate);
+// Bit planes of `groups` full groups of single-rank codes of width `bits`
+// (1, 2, 4, 8, 16): out gets groups * bits words, and may be written up to
+// 16 words past that.
+using ToPlanesFn = void (*)(const uint8_t *codes, int bits, size_t groups, uint32_t *out);
 
 struct Kernels {
     StatsFn stats[4];          // by terse_codec::dtype_index
     EncodeFn encode[4][5][2];  // dtype, bits_index, rounding
     DecodeFn decode[4];        // dtype
+    ToPlanesFn to_planes;
 };
 
 const Kernels &kernels_scalar();
@@ -134,6 +140,8 @@ TERSE_HD inline double dequantize_one(uint32_t s, uint32_t mul, uint32_t zoff, d
 //        double inv, uint32_t key, uint32_t lo, uint8_t *out);
 //   template <T> static bool decode_groups(const uint8_t *in, size_t groups, int width,
 //        uint32_t mul, uint32_t zoff, uint32_t smax, double u, T *dst, bool acc);
+//   template <T> static bool decode_plane_groups(... the same, codes as bit planes);
+//   static void to_planes(const uint8_t *codes, int bits, size_t groups, uint32_t *out);
 //   template <T> static uint64 block_max_bits(const T *x, size_t n);   (any n)
 //   template <T> static size_t abs_sum_lanes(const T *x, size_t n, double *lanes8);
 //        adds |x[i]| to lanes8[i % 8] in order for a prefix of x, returns its length
@@ -208,13 +216,24 @@ bool decode_chunk(const DecodeJob &j, bool acc) {
         const size_t first = b << j.log2_block;
         const size_t n = j.count - first < block ? j.count - first : block;
         const double u = step_of(get_scale(j.scales, b, sb), j.bits, j.rounding);
+        // Both layouts put group g (32 codes) at byte g * 4 * width.
         const uint8_t *in = j.codes + first / 8 * static_cast<size_t>(j.width);
         const size_t groups = n / 32;
-        if (groups) ok &= Body::template decode_groups<T>(in, groups, j.width, mul, zoff, smax, u, dst + first, acc);
+        const bool planes = planes_layout(j.contributors);
+        if (groups)
+            ok &= planes ? Body::template decode_plane_groups<T>(in, groups, j.width, mul, zoff, smax, u, dst + first, acc)
+                         : Body::template decode_groups<T>(in, groups, j.width, mul, zoff, smax, u, dst + first, acc);
         const size_t done = groups * 32;
         if (done < n) {
             uint32_t s[32];
-            terse_codec::unpack_group(unpack, j.width, j.codes, j.count, first + done, n - done, s);
+            if (planes) {
+                uint32_t p[32];
+                terse_codec::load_planes(in + groups * 4 * static_cast<size_t>(j.width), j.width, p);
+                terse_codec::planes_unpack(p, j.width, s);
+                for (size_t i = n - done; i < 32; i++) ok &= s[i] == 0;  // padding codes are zero
+            } else {
+                terse_codec::unpack_group(unpack, j.width, j.codes, j.count, first + done, n - done, s);
+            }
             for (size_t i = 0; i < n - done; i++) ok &= s[i] <= smax;
             dequantize_run<T>(s, n - done, mul, zoff, u, dst + first + done, acc);
         }
@@ -263,6 +282,30 @@ TERSE_HD inline uint64_t max_abs_bits_ref(const T *x, size_t n) {
     return m;
 }
 
+// Reference plane decode / conversion, for bodies without a SIMD one.
+template <typename T>
+inline bool decode_plane_groups_ref(const uint8_t *in, size_t groups, int width, uint32_t mul, uint32_t zoff,
+                                    uint32_t smax, double u, T *dst, bool acc) {
+    bool ok = true;
+    for (size_t g = 0; g < groups; g++) {
+        uint32_t p[32], s[32];
+        terse_codec::load_planes(in + 4 * static_cast<size_t>(width) * g, width, p);
+        terse_codec::planes_unpack(p, width, s);
+        for (int i = 0; i < 32; i++) ok &= s[i] <= smax;
+        dequantize_run<T>(s, 32, mul, zoff, u, dst + 32 * g, acc);
+    }
+    return ok;
+}
+
+inline void to_planes_ref(const uint8_t *codes, int bits, size_t groups, uint32_t *out) {
+    const auto unpack = terse_codec::unpack32_table()[bits];
+    for (size_t g = 0; g < groups; g++) {
+        uint32_t s[32];
+        unpack(codes + 4 * static_cast<size_t>(bits) * g, s);
+        terse_codec::planes_pack(s, bits, out + static_cast<size_t>(bits) * g);
+    }
+}
+
 // Fills a kernel table from a Body.
 template <typename Body>
 Kernels make_kernels() {
@@ -275,6 +318,7 @@ Kernels make_kernels() {
     k.decode[1] = &decode_chunk<Body, double>;
     k.decode[2] = &decode_chunk<Body, F16>;
     k.decode[3] = &decode_chunk<Body, BF16>;
+    k.to_planes = &Body::to_planes;
 #define TQ_ENC(D, T, BI, BITS)                                        \
     k.encode[D][BI][kNearest] = &encode_chunk<Body, T, BITS, kNearest>; \
     k.encode[D][BI][kStochastic] = &encode_chunk<Body, T, BITS, kStochastic>;

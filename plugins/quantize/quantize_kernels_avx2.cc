@@ -168,7 +168,90 @@ TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32
     return hmax_epu32(hi) <= smax;
 }
 
+// Planes of 32 byte-sized codes: 8 words at out.
+TQ_INLINE void byte_planes8(const __m256i *c, uint32_t *out) {
+    const __m256i b = codes_to_bytes(c);
+    for (int j = 0; j < 8; j++) {
+        const __m256i sh = _mm256_sll_epi16(b, _mm_cvtsi32_si128(7 - j));
+        out[j] = static_cast<uint32_t>(_mm256_movemask_epi8(sh));
+    }
+}
+
+template <int W>
+TQ_TARGET void to_planes_w(const uint8_t *codes, size_t groups, uint32_t *out) {
+    for (size_t g = 0; g < groups; g++) {
+        __m256i s[4];
+        unpack32v<W>(codes + 4 * W * g, s);
+        uint32_t *o = out + static_cast<size_t>(W) * g;
+        if constexpr (W == 16) {
+            const __m256i m = _mm256_set1_epi32(0xff);
+            __m256i lo[4], hi[4];
+            for (int i = 0; i < 4; i++) {
+                lo[i] = _mm256_and_si256(s[i], m);
+                hi[i] = _mm256_srli_epi32(s[i], 8);
+            }
+            byte_planes8(lo, o);
+            byte_planes8(hi, o + 8);
+        } else {
+            byte_planes8(s, o);  // writes 8 words; the caller has slack
+        }
+    }
+}
+
+// 32 bytes, byte i = 0xff where bit i of p is set.
+TQ_INLINE __m256i expand_bits(uint32_t p) {
+    const __m256i v = _mm256_set1_epi32(static_cast<int>(p));
+    const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                         3, 3, 3, 3, 3, 3);
+    const __m256i sel = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, idx), sel), sel);
+}
+
 struct Avx2Body {
+    TQ_TARGET static void to_planes(const uint8_t *codes, int bits, size_t groups, uint32_t *out) {
+        switch (bits) {
+        case 1:
+            for (size_t g = 0; g < groups; g++) out[g] = terse_codec::get_u32(codes + 4 * g);
+            return;
+        case 2: to_planes_w<2>(codes, groups, out); return;
+        case 4: to_planes_w<4>(codes, groups, out); return;
+        case 8: to_planes_w<8>(codes, groups, out); return;
+        default: to_planes_w<16>(codes, groups, out); return;
+        }
+    }
+
+    template <typename T>
+    TQ_TARGET static bool decode_plane_groups(const uint8_t *in, size_t groups, int width, uint32_t mul,
+                                              uint32_t zoff, uint32_t smax, double u, T *dst, bool acc) {
+        if (width > 16) return decode_plane_groups_ref<T>(in, groups, width, mul, zoff, smax, u, dst, acc);
+        const __m256d uv = _mm256_set1_pd(u);
+        const __m256i zv = _mm256_set1_epi32(static_cast<int>(zoff));
+        __m256i hi = _mm256_setzero_si256();
+        const int wlo = width < 8 ? width : 8;
+        for (size_t g = 0; g < groups; g++) {
+            const uint8_t *p = in + 4 * static_cast<size_t>(width) * g;
+            __m256i L = _mm256_setzero_si256(), H = _mm256_setzero_si256();
+            for (int j = 0; j < wlo; j++)
+                L = _mm256_or_si256(L, _mm256_and_si256(expand_bits(terse_codec::get_u32(p + 4 * j)),
+                                                        _mm256_set1_epi8(static_cast<char>(1 << j))));
+            for (int j = 8; j < width; j++)
+                H = _mm256_or_si256(H, _mm256_and_si256(expand_bits(terse_codec::get_u32(p + 4 * j)),
+                                                        _mm256_set1_epi8(static_cast<char>(1 << (j - 8)))));
+            const __m256i lo16 = _mm256_unpacklo_epi8(L, H), hi16 = _mm256_unpackhi_epi8(L, H);
+            __m256i z[4];
+            z[0] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(lo16));
+            z[1] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(hi16));
+            z[2] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(lo16, 1));
+            z[3] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(hi16, 1));
+            for (int i = 0; i < 4; i++) {
+                hi = _mm256_max_epu32(hi, z[i]);
+                const __m256i k = _mm256_sub_epi32(mul == 2 ? _mm256_slli_epi32(z[i], 1) : z[i], zv);
+                store_scaled8<T>(dst + 32 * g + 8 * i, k, uv, acc);
+            }
+        }
+        return hmax_epu32(hi) <= smax;
+    }
+
     template <typename T, int BITS, int ROUND>
     TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key, uint32_t lo,
                                         uint8_t *out) {

@@ -156,7 +156,73 @@ TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32
     return _mm512_reduce_max_epu32(hi) <= smax;
 }
 
+// Planes of 32 byte-sized codes (two vectors of 16 int32, each < 256): 8
+// words at out, two planes per movemask.
+TQ_INLINE void byte_planes8(__m512i s0, __m512i s1, uint32_t *out) {
+    const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(s0)),
+                                              _mm512_cvtepi32_epi8(s1), 1);
+    const __m512i bb = _mm512_inserti64x4(_mm512_castsi256_si512(b), b, 1);
+    for (int j = 0; j < 8; j += 2) {
+        const __m512i sh = _mm512_sllv_epi16(bb, _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(7 - j)),
+                                                                    _mm256_set1_epi16(static_cast<short>(6 - j)), 1));
+        const uint64_t two = _mm512_movepi8_mask(sh);  // plane j low, plane j + 1 high
+        __builtin_memcpy(out + j, &two, 8);
+    }
+}
+
+template <int W>
+TQ_TARGET void to_planes_w(const uint8_t *codes, size_t groups, uint32_t *out) {
+    for (size_t g = 0; g < groups; g++) {
+        __m512i s[2];
+        unpack32v<W>(codes + 4 * W * g, s);
+        uint32_t *o = out + static_cast<size_t>(W) * g;
+        if constexpr (W == 16) {
+            byte_planes8(s[0], s[1], o);
+            byte_planes8(_mm512_srli_epi32(s[0], 8), _mm512_srli_epi32(s[1], 8), o + 8);
+        } else {
+            byte_planes8(s[0], s[1], o);  // writes 8 words; the caller has slack
+        }
+    }
+}
+
 struct Avx512Body {
+    TQ_TARGET static void to_planes(const uint8_t *codes, int bits, size_t groups, uint32_t *out) {
+        switch (bits) {
+        case 1:  // one plane: the packed bits themselves
+            for (size_t g = 0; g < groups; g++) out[g] = terse_codec::get_u32(codes + 4 * g);
+            return;
+        case 2: to_planes_w<2>(codes, groups, out); return;
+        case 4: to_planes_w<4>(codes, groups, out); return;
+        case 8: to_planes_w<8>(codes, groups, out); return;
+        default: to_planes_w<16>(codes, groups, out); return;
+        }
+    }
+
+    template <typename T>
+    TQ_TARGET static bool decode_plane_groups(const uint8_t *in, size_t groups, int width, uint32_t mul,
+                                              uint32_t zoff, uint32_t smax, double u, T *dst, bool acc) {
+        const __m512d uv = _mm512_set1_pd(u);
+        const __m512i zv = _mm512_set1_epi32(static_cast<int>(zoff));
+        __m512i hi = _mm512_setzero_si512();
+        for (size_t g = 0; g < groups; g++) {
+            const uint8_t *p = in + 4 * static_cast<size_t>(width) * g;
+            __m512i z0 = _mm512_setzero_si512(), z1 = _mm512_setzero_si512();
+            __m512i bit = _mm512_set1_epi32(1);
+            for (int j = 0; j < width; j++) {
+                const uint32_t w = terse_codec::get_u32(p + 4 * j);
+                z0 = _mm512_mask_or_epi32(z0, static_cast<__mmask16>(w), z0, bit);
+                z1 = _mm512_mask_or_epi32(z1, static_cast<__mmask16>(w >> 16), z1, bit);
+                bit = _mm512_slli_epi32(bit, 1);
+            }
+            hi = _mm512_max_epu32(hi, _mm512_max_epu32(z0, z1));
+            const __m512i k0 = _mm512_sub_epi32(mul == 2 ? _mm512_slli_epi32(z0, 1) : z0, zv);
+            const __m512i k1 = _mm512_sub_epi32(mul == 2 ? _mm512_slli_epi32(z1, 1) : z1, zv);
+            store_scaled16<T>(dst + 32 * g, k0, uv, acc);
+            store_scaled16<T>(dst + 32 * g + 16, k1, uv, acc);
+        }
+        return _mm512_reduce_max_epu32(hi) <= smax;
+    }
+
     template <typename T, int BITS, int ROUND>
     TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key, uint32_t lo,
                                         uint8_t *out) {

@@ -35,6 +35,16 @@ struct ScalarBody {
     }
 
     template <typename T>
+    static bool decode_plane_groups(const uint8_t *in, size_t groups, int width, uint32_t mul, uint32_t zoff,
+                                    uint32_t smax, double u, T *dst, bool acc) {
+        return decode_plane_groups_ref<T>(in, groups, width, mul, zoff, smax, u, dst, acc);
+    }
+
+    static void to_planes(const uint8_t *codes, int bits, size_t groups, uint32_t *out) {
+        to_planes_ref(codes, bits, groups, out);
+    }
+
+    template <typename T>
     static uint64_t block_max_bits(const T *x, size_t n) {
         return max_abs_bits_ref<T>(x, n);
     }
