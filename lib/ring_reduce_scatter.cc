@@ -13,9 +13,8 @@ void RingOp::rs_primary(size_t k, OutFrame *out) {
     const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
     uint8_t *buf = pool().get();
     if (!buf) {
-        // Out of memory mid-stream: poison through the scratch frame, which
-        // is free whenever a primary is being produced... but it may still be
-        // in flight, so the last resort is a static header-only frame.
+        // Out of memory mid-stream: the schedule must still go on, so send a
+        // header-only poison frame from static storage.
         static thread_local uint8_t emergency[kFrameHeaderSize];
         fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a send buffer");
         out->len = seal_poison(emergency, n);
