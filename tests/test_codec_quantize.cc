@@ -170,14 +170,16 @@ Reduction reduce(const tq::Instance &inst, const std::vector<Buf> &in, bool tree
     const double nr = static_cast<double>(in.size());
     double worst = 0;
     for (size_t i = 0; i < res.n; i++) {
-        double exact = 0;
-        for (const Buf &b : in) exact += b.get(i);  // exact enough: checked below against a bound >> 2^-50
+        __float128 ex = 0;  // exact sums of up to 8 inputs
+        for (const Buf &b : in) ex += static_cast<__float128>(b.get(i));
+        const double exact = static_cast<double>(ex);
         const double r = res.get(i);
         if (std::fabs(exact) > max_finite(res.dt)) continue;  // saturated: no finite answer exists
         const double bound = nr * per_rank_error(m[i / block], s[i / block], p.bits, p.rounding) * (1 + 0x1p-32) +
-                             ulp_of(res.dt, r) + std::fabs(exact) * 0x1p-50;
-        const double err = std::fabs(r - exact);
-        if (!(err <= bound))
+                             ulp_of(res.dt, r);
+        const __float128 d = static_cast<__float128>(r) - ex;
+        const double err = std::fabs(static_cast<double>(d));
+        if (!(d <= static_cast<__float128>(bound) && -d <= static_cast<__float128>(bound)))
             return ::testing::AssertionFailure() << "element " << i << ": result " << r << " exact " << exact
                                                  << " error " << err << " > bound " << bound << " (block max "
                                                  << m[i / block] << ")";
