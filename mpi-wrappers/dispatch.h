@@ -1,7 +1,12 @@
-// Shared by the C and Fortran bindings: the decision "terse or PMPI" and
-// the error path.  Callers hold a ReentryGuard.
+// Shared by the C and Fortran bindings of every intercepted collective: the
+// decision "terse or PMPI" and the error path.  Callers hold a ReentryGuard.
+// The decision reads no environment and takes no lock of terse's own; it
+// depends only on arguments MPI requires to match on every rank and on
+// configuration agreed at context creation.
 #pragma once
 
+#include "comm_state.h"
+#include "engine.h"
 #include "status.h"
 
 #include <mpi.h>
@@ -18,5 +23,40 @@ int report_error(MPI_Comm comm, Status status, const char *call);
 
 // Start terse after PMPI_Init / PMPI_Init_thread succeeded.
 void start_runtime(int provided);
+
+// Capture hook for allreduce inputs (TERSE_CAPTURE); no-op when off.
+void capture_input(CommState *st, const CollArgs &a);
+
+// Run one collective on terse's engine if it is eligible, else through
+// pass() (the PMPI call).  mappable is false when the datatype, op or count
+// has no engine equivalent; a is then ignored.
+template <class Pass>
+int run_collective(MPI_Comm comm, bool mappable, const CollArgs &a, const char *call, Pass &&pass) {
+    Status s;
+    CommState *st = comm_state_get(comm, &s);
+    // Without its state terse can neither count nor agree, but PMPI still
+    // gives the exact result.
+    if (!st) return pass();
+    if (st->is_inter || !mappable) {
+        st->stats.c.calls_passed++;
+        return pass();
+    }
+    if (!st->ready) {
+        // The first call on a communicator agrees on its configuration
+        // whatever its size, so a rank configured differently fails here
+        // instead of taking another path than its peers.
+        s = comm_state_ready(st);
+        if (s != TERSE_OK) return report_error(comm, s, call);
+    }
+    st->call_index++;
+    if (!engine_eligible(st, a)) {
+        st->stats.c.calls_passed++;
+        return pass();
+    }
+    capture_input(st, a);
+    s = engine_run(st, a);
+    if (s != TERSE_OK) return report_error(comm, s, call);
+    return MPI_SUCCESS;
+}
 
 }  // namespace terse

@@ -12,6 +12,9 @@ run_np 3 ./test_threads; rc=$?
 echo "== communicator create/free loop"
 for np in 2 3; do run_np $np ./test_comm_lifecycle || fail "lifecycle np=$np"; done
 
+echo "== MPI_Reduce_scatter_block and MPI_Allgather on the engine"
+for np in 1 2 3 5; do run_np $np ./test_reduce_scatter_allgather || fail "reduce_scatter/allgather np=$np"; done
+
 echo "== MPI_Info hints, dup inheritance, terse_comm_configure"
 run_np 2 ./test_config_agreement hints || fail "hints"
 

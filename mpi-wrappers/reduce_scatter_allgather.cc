@@ -1,0 +1,54 @@
+// The decoupled halves of an allreduce: MPI_Reduce_scatter_block and
+// MPI_Allgather run on the same ring phases as terse's allreduce (as
+// sharded data-parallel training uses them: reduce-scatter gradients,
+// allgather parameters).
+#include "datatype_map.h"
+#include "dispatch.h"
+#include "reentry_guard.h"
+
+#include <cstdint>
+
+using namespace terse;
+
+extern "C" int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                        MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    auto pass = [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm); };
+    if (ReentryGuard::active() || !runtime_active()) return pass();
+    ReentryGuard guard;
+    CollArgs a;
+    bool mappable = recvcount >= 0 && map_datatype(dt, &a.dtype) && map_op(op, &a.op);
+    a.kind = CollKind::ReduceScatterBlock;
+    // In place, recvbuf holds the whole input and receives the first block.
+    a.in_place = sendbuf == MPI_IN_PLACE;
+    a.sendbuf = a.in_place ? recvbuf : sendbuf;
+    a.recvbuf = recvbuf;
+    a.count = static_cast<size_t>(recvcount);
+    return run_collective(comm, mappable, a, "MPI_Reduce_scatter_block", pass);
+}
+
+extern "C" int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    auto pass = [&] {
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    };
+    if (ReentryGuard::active() || !runtime_active()) return pass();
+    ReentryGuard guard;
+    CollArgs a;
+    a.in_place = sendbuf == MPI_IN_PLACE;
+    // Eligible only when both sides describe the same predefined type and
+    // count (in place, the send side is the rank's block of recvbuf).
+    bool mappable = recvcount >= 0 && map_datatype(recvtype, &a.dtype) &&
+                    (a.in_place || (sendtype == recvtype && sendcount == recvcount));
+    a.kind = CollKind::Allgather;
+    a.op = TERSE_OP_SUM;  // unused by allgather
+    a.recvbuf = recvbuf;
+    a.count = static_cast<size_t>(recvcount);
+    if (mappable && a.in_place) {
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        a.sendbuf = static_cast<const uint8_t *>(recvbuf) + size_t(rank) * a.count * dtype_size(a.dtype);
+    } else {
+        a.sendbuf = sendbuf;
+    }
+    return run_collective(comm, mappable, a, "MPI_Allgather", pass);
+}
