@@ -126,7 +126,7 @@ public:
         std::vector<int32_t> members(st.world_rank_of.begin(), st.world_rank_of.end());
         hid_t d = ds.get();
         int32_t world_rank = st.rank < int(members.size()) ? members[st.rank] : -1;
-        if (!attr_string(d, "comm_name", st.name) || !attr_string(d, "datatype", h5::dtype_name(dtype)) ||
+        if (!attr_string(d, "comm_name", st.name) || !attr_string(d, "datatype", terse::dtype_name(dtype)) ||
             !attr_string(d, "op", h5::op_name(op)) || !attr_u64(d, "count", count) ||
             !attr_u64(d, "call_index", call_index) || !attr_i32(d, "rank", st.rank) ||
             !attr_i32(d, "comm_size", st.size) || !attr_i32(d, "world_rank", world_rank) ||

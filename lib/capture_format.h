@@ -23,6 +23,8 @@
 // their own bit fields, so h5dump and h5py show the values.
 #pragma once
 
+#include "dtype.h"
+
 #include <hdf5.h>
 #include <terse/codec.h>
 
@@ -85,17 +87,6 @@ private:
     void *data_ = nullptr;
 };
 
-inline const char *dtype_name(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return "float32";
-    case TERSE_DTYPE_FLOAT64: return "float64";
-    case TERSE_DTYPE_INT32: return "int32";
-    case TERSE_DTYPE_INT64: return "int64";
-    case TERSE_DTYPE_FLOAT16: return "float16";
-    case TERSE_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "unknown";
-    }
-}
 
 inline bool dtype_from_name(const std::string &s, terse_dtype_t *out) {
     for (int d = 1; d < TERSE_DTYPE_MAX_; ++d) {

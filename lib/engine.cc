@@ -18,7 +18,6 @@
 
 namespace terse {
 
-size_t dtype_size(terse_dtype_t dt) { return dtype_bytes(dt); }
 
 // ---------------------------------------------------------------- Operation
 
@@ -106,7 +105,7 @@ Status make_operation(const EngineEnv &env, const CommConfig &cfg, const CollArg
 
 bool engine_eligible(const CommState *st, const CollArgs &a) {
     if (!st || !st->config.enable || st->size < 1) return false;
-    const size_t esize = dtype_bytes(a.dtype);
+    const size_t esize = dtype_size(a.dtype);
     if (esize == 0) return false;
     size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(st->size) : a.count;
     if (elems * esize < st->config.min_bytes) return false;
@@ -152,7 +151,7 @@ Status engine_start(CommState *st, const CollArgs &args, Priority prio, std::uni
     env.comm_name = st->name;
     st->stats.c.calls_intercepted++;
     size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
-    st->stats.c.bytes_in += elems * dtype_bytes(args.dtype);
+    st->stats.c.bytes_in += elems * dtype_size(args.dtype);
     std::unique_ptr<Link> link;
     std::unique_ptr<Control> control;
     try {

@@ -31,6 +31,7 @@
 #pragma once
 
 #include "comm_state.h"
+#include "dtype.h"
 #include "status.h"
 
 #include <terse/codec.h>
@@ -86,7 +87,6 @@ private:
     std::string final_msg_;
 };
 
-size_t dtype_size(terse_dtype_t dt);
 
 // Start a collective on st (which must be ready).
 Status engine_start(CommState *st, const CollArgs &args, Priority prio,

@@ -54,7 +54,7 @@ const char *kind_name(CollKind k) {
 }  // namespace
 
 OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan)
-    : env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_bytes(args.dtype)) {
+    : env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_size(args.dtype)) {
     if (env_.codec) {
         desc_ = env_.codec->desc();
         inst_ = env_.codec->get();

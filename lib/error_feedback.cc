@@ -27,7 +27,7 @@ void FeedbackStore::evict_for(size_t incoming, const void *keep) {
 
 void *FeedbackStore::acquire(const void *key, size_t count, terse_dtype_t dtype, bool *created) {
     if (created) *created = false;
-    const size_t nbytes = count * dtype_bytes(dtype);
+    const size_t nbytes = count * dtype_size(dtype);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         if (it->key != key) continue;
         if (it->count == count && it->dtype == dtype) {

@@ -1,5 +1,7 @@
 #include "frame.h"
 
+#include "dtype.h"
+
 #include <bit>
 #include <cinttypes>
 #include <cstring>
@@ -38,31 +40,6 @@ T get(const uint8_t *p, size_t off) {
     return v;
 }
 
-// Element size of a wire dtype; 0 for values outside the enum.  Kept here
-// (not engine's dtype_size) so frames depend on nothing but codec.h.
-size_t wire_dtype_size(unsigned dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return 4;
-    case TERSE_DTYPE_FLOAT64: return 8;
-    case TERSE_DTYPE_INT32: return 4;
-    case TERSE_DTYPE_INT64: return 8;
-    case TERSE_DTYPE_FLOAT16: return 2;
-    case TERSE_DTYPE_BFLOAT16: return 2;
-    default: return 0;
-    }
-}
-
-const char *wire_dtype_name(unsigned dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return "float32";
-    case TERSE_DTYPE_FLOAT64: return "float64";
-    case TERSE_DTYPE_INT32: return "int32";
-    case TERSE_DTYPE_INT64: return "int64";
-    case TERSE_DTYPE_FLOAT16: return "float16";
-    case TERSE_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "unknown";
-    }
-}
 
 }  // namespace
 
@@ -136,15 +113,15 @@ Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
 
     const unsigned dtype = get<uint8_t>(p, kOffDtype);
     if (!poison) {
-        if (wire_dtype_size(dtype) == 0)
+        if (dtype_size(dtype) == 0)
             return set_error(TERSE_ERR_CORRUPT,
                              "frame from rank %d: dtype %u is not a terse dtype (valid: 1..%d)",
                              peer, dtype, int{TERSE_DTYPE_MAX_} - 1);
         if (dtype != static_cast<unsigned>(expect_dtype))
             return set_error(TERSE_ERR_CORRUPT,
                              "frame from rank %d: dtype %s (%u), expected %s (%u)", peer,
-                             wire_dtype_name(dtype), dtype,
-                             wire_dtype_name(static_cast<unsigned>(expect_dtype)),
+                             dtype_name(dtype), dtype,
+                             dtype_name(static_cast<unsigned>(expect_dtype)),
                              static_cast<unsigned>(expect_dtype));
     }
 
@@ -176,13 +153,13 @@ Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
                          peer, payload_len);
 
     if (raw) {
-        const uint64_t esize = wire_dtype_size(dtype);
+        const uint64_t esize = dtype_size(dtype);
         // count * esize overflowing means it cannot match a received length.
         if (count > UINT64_MAX / esize || payload_len != count * esize)
             return set_error(TERSE_ERR_CORRUPT,
                              "frame from rank %d: raw payload length %" PRIu64 " for %" PRIu64
                              " %s elements, expected %" PRIu64 " bytes",
-                             peer, payload_len, count, wire_dtype_name(dtype),
+                             peer, payload_len, count, dtype_name(dtype),
                              count > UINT64_MAX / esize ? UINT64_MAX : count * esize);
     }
 

@@ -52,7 +52,7 @@ double cost_recursive_doubling(size_t bytes, int n, double alpha, double beta) {
 Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
                      const terse_codec_descriptor_t *desc, size_t codec_max_chunk) {
     Plan p;
-    const size_t esize = dtype_bytes(args.dtype);
+    const size_t esize = dtype_size(args.dtype);
     p.depth = std::max(1, cfg.pipeline_depth);
     size_t base = std::max<size_t>(1, cfg.chunk_bytes / (esize ? esize : 1));
     if (codec_max_chunk) base = std::min(base, codec_max_chunk);

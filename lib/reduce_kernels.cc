@@ -13,35 +13,6 @@
 
 namespace terse {
 
-size_t dtype_bytes(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32:
-    case TERSE_DTYPE_INT32: return 4;
-    case TERSE_DTYPE_FLOAT64:
-    case TERSE_DTYPE_INT64: return 8;
-    case TERSE_DTYPE_FLOAT16:
-    case TERSE_DTYPE_BFLOAT16: return 2;
-    default: return 0;
-    }
-}
-
-const char *dtype_name(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return "float32";
-    case TERSE_DTYPE_FLOAT64: return "float64";
-    case TERSE_DTYPE_INT32: return "int32";
-    case TERSE_DTYPE_INT64: return "int64";
-    case TERSE_DTYPE_FLOAT16: return "float16";
-    case TERSE_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "unknown";
-    }
-}
-
-bool dtype_is_float(terse_dtype_t dt) {
-    return dt == TERSE_DTYPE_FLOAT32 || dt == TERSE_DTYPE_FLOAT64 || dt == TERSE_DTYPE_FLOAT16 ||
-           dt == TERSE_DTYPE_BFLOAT16;
-}
-
 // ---------------------------------------------------------------- 16-bit floats
 
 float half_to_float(uint16_t h) {

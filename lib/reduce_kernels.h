@@ -9,6 +9,8 @@
 // are widened to float for the arithmetic and rounded back to nearest-even.
 #pragma once
 
+#include "dtype.h"
+
 #include <terse/codec.h>
 
 #include <cstddef>
@@ -17,9 +19,6 @@
 namespace terse {
 
 // Bytes of one element; 0 for a value outside the enum.
-size_t dtype_bytes(terse_dtype_t dt);
-const char *dtype_name(terse_dtype_t dt);
-bool dtype_is_float(terse_dtype_t dt);
 
 // dst[i] = dst[i] op src[i].  dst and src must not overlap.
 void reduce_inplace(terse_dtype_t dt, terse_op_t op, void *dst, const void *src, size_t n);

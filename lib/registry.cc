@@ -1,5 +1,6 @@
 #include "registry.h"
 
+#include "dtype.h"
 #include "frame.h"
 
 #include <dirent.h>
@@ -86,17 +87,6 @@ std::string join(const std::vector<std::string> &v, const char *sep) {
     return out;
 }
 
-const char *dtype_name(unsigned dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return "float32";
-    case TERSE_DTYPE_FLOAT64: return "float64";
-    case TERSE_DTYPE_INT32: return "int32";
-    case TERSE_DTYPE_INT64: return "int64";
-    case TERSE_DTYPE_FLOAT16: return "float16";
-    case TERSE_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "unknown";
-    }
-}
 
 std::string dtype_list(uint32_t mask) {
     std::vector<std::string> v;

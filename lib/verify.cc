@@ -17,10 +17,10 @@ Status Verifier::start(const void *input, size_t count, terse_dtype_t dtype, ter
     // 16-bit floats have no MPI type: reduce them as float32 (the exact sum
     // of the 16-bit inputs, which is what terse should approximate).
     wire_dtype_ = (dtype == TERSE_DTYPE_FLOAT16 || dtype == TERSE_DTYPE_BFLOAT16) ? TERSE_DTYPE_FLOAT32 : dtype;
-    Status s = buf_.reserve(count * dtype_bytes(wire_dtype_));
+    Status s = buf_.reserve(count * dtype_size(wire_dtype_));
     if (s != TERSE_OK) return s;
     if (wire_dtype_ == dtype) {
-        std::memcpy(buf_.data(), input, count * dtype_bytes(dtype));
+        std::memcpy(buf_.data(), input, count * dtype_size(dtype));
     } else {
         float *f = reinterpret_cast<float *>(buf_.data());
         for (size_t i = 0; i < count; ++i) f[i] = float(element_as_double(dtype, input, i));

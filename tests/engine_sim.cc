@@ -33,7 +33,7 @@ struct Inst {
 int g_next_index = 0;
 
 int create_any(const void *, const terse_codec_setup_t *setup, void **instance, char *, size_t) {
-    *instance = new Inst{setup->dtype, dtype_bytes(setup->dtype), g_next_index++};
+    *instance = new Inst{setup->dtype, dtype_size(setup->dtype), g_next_index++};
     return TERSE_CODEC_OK;
 }
 void destroy_any(void *i) { delete static_cast<Inst *>(i); }
@@ -266,7 +266,7 @@ World::~World() = default;
 
 std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::vector<uint8_t>> &inputs, bool *hung) {
     const int n = n_;
-    const size_t es = dtype_bytes(spec.dtype);
+    const size_t es = dtype_size(spec.dtype);
     Fabric fabric(n, spec.eager);
     Collectives coll(n);
     std::vector<std::unique_ptr<SimLink>> links;
@@ -387,7 +387,7 @@ std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::v
 
 std::vector<std::vector<uint8_t>> make_inputs(terse_dtype_t dt, size_t elems, int n, uint32_t seed) {
     std::vector<std::vector<uint8_t>> in(n);
-    const size_t es = dtype_bytes(dt);
+    const size_t es = dtype_size(dt);
     for (int r = 0; r < n; ++r) {
         std::mt19937 g(seed * 7919u + uint32_t(r));
         std::uniform_real_distribution<double> u(-1.0, 1.0);

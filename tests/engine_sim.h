@@ -159,7 +159,7 @@ public:
             c.contrib.resize(n_);
             c.outs.resize(n_);
         }
-        size_t bytes = count * dtype_bytes(dt);
+        size_t bytes = count * dtype_size(dt);
         c.contrib[rank].assign(static_cast<const uint8_t *>(in), static_cast<const uint8_t *>(in) + bytes);
         c.outs[rank] = out;
         r->id = idx;

@@ -85,7 +85,7 @@ std::string describe(const Case &c) {
 
 void check_lossless_allreduce(const Case &c) {
     SCOPED_TRACE(describe(c));
-    World w(identity_codec(), c.n, c.dt, c.chunk_bytes / terse::dtype_bytes(c.dt) + 1);
+    World w(identity_codec(), c.n, c.dt, c.chunk_bytes / terse::dtype_size(c.dt) + 1);
     RunSpec s;
     s.codec = identity_codec();
     s.kind = CollKind::Allreduce;
@@ -187,7 +187,7 @@ TEST(EngineSim, ReduceScatterBlockAndAllgather) {
                 for (terse_dtype_t dt : {TERSE_DTYPE_FLOAT32, TERSE_DTYPE_INT64}) {
                     SCOPED_TRACE("n=" + std::to_string(n) + " count=" + std::to_string(count) +
                                  " in_place=" + std::to_string(in_place) + " dt=" + terse::dtype_name(dt));
-                    const size_t es = terse::dtype_bytes(dt);
+                    const size_t es = terse::dtype_size(dt);
                     World w(identity_codec(), n, dt, 1 << 20);
                     RunSpec s;
                     s.dtype = dt;

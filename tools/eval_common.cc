@@ -17,17 +17,6 @@ std::string format(const char *fmt, ...) {
     return buf;
 }
 
-size_t dtype_size(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32:
-    case TERSE_DTYPE_INT32: return 4;
-    case TERSE_DTYPE_FLOAT64:
-    case TERSE_DTYPE_INT64: return 8;
-    case TERSE_DTYPE_FLOAT16:
-    case TERSE_DTYPE_BFLOAT16: return 2;
-    default: return 0;
-    }
-}
 
 bool dtype_is_float(terse_dtype_t dt) {
     return dt == TERSE_DTYPE_FLOAT32 || dt == TERSE_DTYPE_FLOAT64 || dt == TERSE_DTYPE_FLOAT16 ||

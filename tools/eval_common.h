@@ -4,6 +4,8 @@
 // engine's own kernels (lib/reduce_kernels.h) so that results match.
 #pragma once
 
+#include "dtype.h"
+
 #include <terse/codec.h>
 
 #include <cstddef>
@@ -22,7 +24,6 @@ struct EvalError : std::runtime_error {
 // printf-style message for EvalError.
 std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-size_t dtype_size(terse_dtype_t dt);
 bool dtype_is_float(terse_dtype_t dt);
 
 // out[i] = element i of src (of type dt) as a double.

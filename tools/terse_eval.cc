@@ -23,6 +23,7 @@
 #include <vector>
 
 using namespace terse::eval;
+using terse::dtype_name;
 
 namespace {
 
@@ -209,17 +210,6 @@ std::vector<Group> group_calls(std::vector<Dataset> &all, const Options &o) {
     return groups;
 }
 
-const char *dtype_label(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return "float32";
-    case TERSE_DTYPE_FLOAT64: return "float64";
-    case TERSE_DTYPE_INT32: return "int32";
-    case TERSE_DTYPE_INT64: return "int64";
-    case TERSE_DTYPE_FLOAT16: return "float16";
-    case TERSE_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "unknown";
-    }
-}
 
 const char *op_label(terse_op_t op) {
     return op == TERSE_OP_SUM ? "sum" : op == TERSE_OP_MAX ? "max" : "min";
@@ -232,8 +222,8 @@ void check_group(const Group &g) {
             throw EvalError(format("%s: %s of %s holds %zu %s (op %s) but %s holds %zu %s (op %s): "
                                    "the ranks of one allreduce must match",
                                    g.label.c_str(), d->file.c_str(), d->path.c_str(), d->count,
-                                   dtype_label(d->dtype), op_label(d->op), a.file.c_str(), a.count,
-                                   dtype_label(a.dtype), op_label(a.op)));
+                                   dtype_name(d->dtype), op_label(d->op), a.file.c_str(), a.count,
+                                   dtype_name(a.dtype), op_label(a.op)));
     }
 }
 
@@ -254,7 +244,7 @@ void print_list(const std::vector<Dataset> &all) {
     printf("%-28s %-40s %-9s %12s %9s  %s\n", "file", "dataset", "datatype", "count", "rank", "codec");
     for (const Dataset &d : all) {
         std::string rank = d.captured ? format("%d/%d", d.rank, d.comm_size) : "-";
-        printf("%-28s %-40s %-9s %12zu %9s  %s\n", d.file.c_str(), d.path.c_str(), dtype_label(d.dtype),
+        printf("%-28s %-40s %-9s %12zu %9s  %s\n", d.file.c_str(), d.path.c_str(), dtype_name(d.dtype),
                d.count, rank.c_str(), d.codec.empty() ? "-" : d.codec.c_str());
     }
 }
@@ -396,7 +386,7 @@ int run(const Options &o) {
             Codec &codec = codec_for(spec);
             CodecResult &r = results[spec];
             if (!codec.supports(a.dtype)) {
-                r.skipped[format("%s data (the codec does not take this datatype)", dtype_label(a.dtype))] +=
+                r.skipped[format("%s data (the codec does not take this datatype)", dtype_name(a.dtype))] +=
                     g.ranks.size();
                 continue;
             }
