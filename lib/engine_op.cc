@@ -1,6 +1,8 @@
 // OpBase: the parts every engine operation shares.
 #include "engine_op.h"
 
+#include "codec_seed.h"
+
 #include "error_feedback.h"
 #include "log.h"
 #include "reduce_kernels.h"
@@ -13,13 +15,6 @@
 namespace terse {
 
 namespace {
-
-uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 Status codec_status(int rc) {
     switch (rc) {
@@ -162,7 +157,7 @@ Status OpBase::start_stats_agreement() {
             if (!c.mine || poisoned_) continue;
             terse_codec_call_t call{};
             call.struct_size = sizeof call;
-            call.seed = mix64((uint64_t(env_.seq) << 32) ^ c.g);
+            call.seed = codec_stats_seed(env_.seq, c.g);
             int rc = desc_->stats(inst_, elem(input_, c.off), c.n, &agreed_[agreed_off_[c.g]], &call);
             if (rc != TERSE_CODEC_OK) {
                 char msg[256];
@@ -306,7 +301,7 @@ terse_codec_call_t OpBase::call_for(size_t g) const {
     terse_codec_call_t call{};
     call.struct_size = sizeof call;
     if (mode_ == TERSE_REDUCE_SUMMABLE && g + 1 < agreed_off_.size()) call.agreed_stats = &agreed_[agreed_off_[g]];
-    call.seed = mix64((uint64_t(env_.ctx_id) << 44) ^ (uint64_t(env_.seq) << 32) ^ (uint64_t(g) * uint64_t(n_) + uint64_t(r_)));
+    call.seed = codec_call_seed(env_.ctx_id, env_.seq, g, n_, r_);
     return call;
 }
 

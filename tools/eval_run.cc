@@ -1,5 +1,7 @@
 #include "eval_run.h"
 
+#include "codec_seed.h"
+
 #include "chunk_plan.h"
 #include "engine.h"
 #include "eval_common.h"
@@ -15,17 +17,6 @@
 namespace terse::eval {
 
 namespace {
-
-// The engine's seed of codec calls (lib/engine_op.cc, OpBase::call_for and
-// the statistics pass): a pure function of the context id, the operation's
-// sequence number, the global chunk index and the rank that encodes, so
-// stochastic rounding is reproduced bit for bit.
-uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 const unsigned char *at(const Dataset &ds, size_t elem) {
     return ds.data.data() + elem * dtype_size(ds.dtype);
@@ -66,8 +57,7 @@ public:
     size_t esize() const { return esize_; }
 
     uint64_t seed(size_t g, int r) const {
-        return mix64((uint64_t(setup_.ctx_id) << 44) ^ (uint64_t(setup_.seq) << 32) ^
-                     (uint64_t(g) * uint64_t(n_) + uint64_t(r)));
+        return codec_call_seed(setup_.ctx_id, setup_.seq, g, n_, r);
     }
 
     // Agreed statistics of global chunk g: element-wise MAX over the given
@@ -77,7 +67,7 @@ public:
         if (agreed_.size() <= g) agreed_.resize(g + 1);
         std::vector<double> &a = agreed_[g];
         a.clear();
-        const uint64_t s = mix64((uint64_t(setup_.seq) << 32) ^ g);
+        const uint64_t s = codec_stats_seed(setup_.seq, g);
         for (const void *src : srcs) {
             std::vector<double> v = chunk_stats(*ci_, src, n, s);
             if (a.empty()) a = v;
