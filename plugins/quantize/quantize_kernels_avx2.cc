@@ -223,26 +223,31 @@ struct Avx2Body {
     template <typename T>
     TQ_TARGET static bool decode_plane_groups(const uint8_t *in, size_t groups, int width, uint32_t mul,
                                               uint32_t zoff, uint32_t smax, double u, T *dst, bool acc) {
-        if (width > 16) return decode_plane_groups_ref<T>(in, groups, width, mul, zoff, smax, u, dst, acc);
+        if (width > 24) return decode_plane_groups_ref<T>(in, groups, width, mul, zoff, smax, u, dst, acc);
         const __m256d uv = _mm256_set1_pd(u);
         const __m256i zv = _mm256_set1_epi32(static_cast<int>(zoff));
         __m256i hi = _mm256_setzero_si256();
-        const int wlo = width < 8 ? width : 8;
         for (size_t g = 0; g < groups; g++) {
             const uint8_t *p = in + 4 * static_cast<size_t>(width) * g;
-            __m256i L = _mm256_setzero_si256(), H = _mm256_setzero_si256();
-            for (int j = 0; j < wlo; j++)
-                L = _mm256_or_si256(L, _mm256_and_si256(expand_bits(terse_codec::get_u32(p + 4 * j)),
-                                                        _mm256_set1_epi8(static_cast<char>(1 << j))));
-            for (int j = 8; j < width; j++)
-                H = _mm256_or_si256(H, _mm256_and_si256(expand_bits(terse_codec::get_u32(p + 4 * j)),
-                                                        _mm256_set1_epi8(static_cast<char>(1 << (j - 8)))));
-            const __m256i lo16 = _mm256_unpacklo_epi8(L, H), hi16 = _mm256_unpackhi_epi8(L, H);
+            // Byte k of every code: planes 8k .. 8k + 7 spread over 32 bytes.
+            __m256i B[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int j = 0; j < width; j++)
+                B[j >> 3] = _mm256_or_si256(B[j >> 3], _mm256_and_si256(expand_bits(terse_codec::get_u32(p + 4 * j)),
+                                                                        _mm256_set1_epi8(static_cast<char>(1 << (j & 7)))));
+            const __m256i lo16 = _mm256_unpacklo_epi8(B[0], B[1]), hi16 = _mm256_unpackhi_epi8(B[0], B[1]);
+            const __m256i lo16c = _mm256_unpacklo_epi8(B[2], _mm256_setzero_si256());
+            const __m256i hi16c = _mm256_unpackhi_epi8(B[2], _mm256_setzero_si256());
             __m256i z[4];
             z[0] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(lo16));
             z[1] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(hi16));
             z[2] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(lo16, 1));
             z[3] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(hi16, 1));
+            if (width > 16) {  // the third byte of each code
+                z[0] = _mm256_or_si256(z[0], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(lo16c)), 16));
+                z[1] = _mm256_or_si256(z[1], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(hi16c)), 16));
+                z[2] = _mm256_or_si256(z[2], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(lo16c, 1)), 16));
+                z[3] = _mm256_or_si256(z[3], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(hi16c, 1)), 16));
+            }
             for (int i = 0; i < 4; i++) {
                 hi = _mm256_max_epu32(hi, z[i]);
                 const __m256i k = _mm256_sub_epi32(mul == 2 ? _mm256_slli_epi32(z[i], 1) : z[i], zv);
