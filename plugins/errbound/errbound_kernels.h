@@ -19,8 +19,8 @@ using terse_codec::Elem;
 using terse_codec::F16;
 
 // Block writers may store up to this many bytes past the block they write
-// (whole groups of planes, to avoid a branch per plane); buffers have room.
-constexpr size_t kPackSlack = 32;
+// (whole groups of 8 planes, to avoid a branch per plane); buffers have room.
+constexpr size_t kPackSlack = 64;
 
 enum StatsMode { kStatsAbs = 0, kStatsRange = 1, kStatsNorm = 2 };
 

@@ -27,15 +27,20 @@ TE_INLINE int pack_planes(const __m256i *z, uint8_t *out) {
     const __m128i o4 = _mm_or_si128(o2, _mm_unpackhi_epi64(o2, o2));
     const uint32_t all = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_or_si128(o4, _mm_srli_epi64(o4, 32))));
     const int w = all ? 32 - __builtin_clz(all) : 0;
-    if (w <= 8) {
-        // Codes fit bytes: all 8 planes without a branch per plane (the
-        // caller's buffer has room for 32 bytes where fewer are kept).
-        const __m256i p01 = _mm256_packus_epi32(z[0], z[1]), p23 = _mm256_packus_epi32(z[2], z[3]);
-        const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23),
-                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        for (int j = 0; j < 8; j++) {
-            const __m256i sh = _mm256_sll_epi16(b, _mm_cvtsi32_si128(7 - j));
-            terse_codec::put_u32(out + 4 * j, static_cast<uint32_t>(_mm256_movemask_epi8(sh)));
+    if (w <= 16) {
+        // Codes fit 16 bits: 8 planes per byte of the codes without a branch
+        // per plane (the caller's buffer has room for 32 bytes per byte).
+        const __m256i m = _mm256_set1_epi32(0xff);
+        for (int half = 0; half < (w > 8 ? 2 : 1); half++) {
+            __m256i y[4];
+            for (int i = 0; i < 4; i++) y[i] = _mm256_and_si256(half ? _mm256_srli_epi32(z[i], 8) : z[i], m);
+            const __m256i p01 = _mm256_packus_epi32(y[0], y[1]), p23 = _mm256_packus_epi32(y[2], y[3]);
+            const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23),
+                                                          _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            for (int j = 0; j < 8; j++) {
+                const __m256i sh = _mm256_sll_epi16(b, _mm_cvtsi32_si128(7 - j));
+                terse_codec::put_u32(out + 32 * half + 4 * j, static_cast<uint32_t>(_mm256_movemask_epi8(sh)));
+            }
         }
         return w;
     }

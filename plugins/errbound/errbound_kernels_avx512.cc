@@ -27,18 +27,22 @@ TE_INLINE int width_of(__m512i z0, __m512i z1) {
 
 TE_INLINE int pack_planes(__m512i z0, __m512i z1, uint8_t *out) {
     const int w = width_of(z0, z1);
-    if (w <= 8) {
-        // The usual case: codes fit bytes.  All 8 planes, two per movemask,
-        // without a branch per plane; the caller's buffer has room for the
-        // 32 bytes even where fewer planes are kept.
-        const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(z0)),
-                                                  _mm512_cvtepi32_epi8(z1), 1);
-        const __m512i bb = _mm512_inserti64x4(_mm512_castsi256_si512(b), b, 1);
-        for (int j = 0; j < 8; j += 2) {
-            const __m512i sh = _mm512_sllv_epi16(bb, _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(7 - j)),
-                                                                        _mm256_set1_epi16(static_cast<short>(6 - j)), 1));
-            const uint64_t two = _mm512_movepi8_mask(sh);  // plane j in the low half, j + 1 in the high
-            __builtin_memcpy(out + 4 * j, &two, 8);
+    if (w <= 16) {
+        // The usual case: codes fit 16 bits.  Their low (and high) bytes give
+        // 8 planes each, two per movemask, without a branch per plane; the
+        // caller's buffer has room for the 32 (64) bytes where fewer are kept.
+        const __m512i shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(-1), 1);
+        for (int half = 0; half < (w > 8 ? 2 : 1); half++) {
+            const __m512i y0 = half ? _mm512_srli_epi32(z0, 8) : z0, y1 = half ? _mm512_srli_epi32(z1, 8) : z1;
+            const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(y0)),
+                                                      _mm512_cvtepi32_epi8(y1), 1);
+            const __m512i bb = _mm512_inserti64x4(_mm512_castsi256_si512(b), b, 1);
+            for (int j = 0; j < 8; j += 2) {
+                // plane j in the low half (shift 7 - j), plane j + 1 in the high half (6 - j)
+                const __m512i sh = _mm512_sllv_epi16(bb, _mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(7 - j)), shifts));
+                const uint64_t two = _mm512_movepi8_mask(sh);
+                __builtin_memcpy(out + 32 * half + 4 * j, &two, 8);
+            }
         }
         return w;
     }
