@@ -9,6 +9,25 @@
 // UCX applies plain UCX_<NAME> first and TERSE_UCX_<NAME> on top, so a
 // UCX_TLS meant for the MPI library also applies to terse unless
 // TERSE_UCX_TLS overrides it.
+//
+// Rendezvous over TCP: UCX 1.13 has one eager/rendezvous threshold per
+// context (RNDV_THRESH, "auto"), not one per transport, and "auto" puts it
+// at 8 KiB over TCP, so every chunk pays a request/reply round trip queued
+// behind the data on the same socket, for no saving (TCP copies the data
+// either way).  Rule: when neither TERSE_UCX_RNDV_THRESH nor UCX_RNDV_THRESH
+// is set (nor a UCX configuration file changes it from "auto"), and the
+// context's resources are TCP only (apart from "self"), terse sets
+// RNDV_THRESH=inf and UCX sends every message eagerly.  With any other
+// transport in the context (shared memory: sysv/posix with cma/knem/xpmem
+// zero-copy rendezvous; RDMA) the threshold stays "auto", since those gain
+// from rendezvous; a mixed job (shared memory within a node, TCP between
+// nodes) therefore keeps rendezvous on its TCP peers too.
+//
+// Waiting: the context is created with UCP_FEATURE_WAKEUP where UCX allows
+// it, and wait_for_events() sleeps on the worker's event file descriptor, so
+// ranks that share cores give the core to the peer they wait for instead of
+// spinning.  Every sleep is bounded, so work UCX does not signal (an MPI
+// request progressed by PMPI_Test) still advances.
 #pragma once
 
 #include "status.h"
@@ -82,6 +101,22 @@ public:
     Status irecv(int world_peer, uint64_t tag, void *buf, size_t capacity, Request *req);
     // Drive UCX; returns nonzero if any progress was made.
     unsigned progress();
+    // Sleep until UCX has something for progress() or timeout_us passes,
+    // whichever comes first; returns at once when events are already
+    // pending.  Call after progress() returned 0 (a missed event then costs
+    // at most the timeout, never a hang).  Only one thread at a time sleeps
+    // on the worker's event fd, and progress() on another thread wakes it
+    // when it moves anything; another thread that waits meanwhile, or any
+    // thread when UCX gives no event fd, naps for min(timeout_us, 100 us).
+    void wait_for_events(unsigned timeout_us);
+    // Whether wait_for_events() can be woken by UCX (false: it naps).
+    bool wakeup_enabled() const;
+    // Whether terse set RNDV_THRESH=inf (TCP-only context, user left the
+    // threshold alone; see the header comment).
+    bool eager_only() const;
+    // Whether this node runs more ranks than the CPUs they may use (found
+    // at init).  Waiters then sleep at once rather than spin first.
+    bool cores_oversubscribed() const;
 
     // Number of endpoints currently open (tests check it stays flat).
     size_t endpoint_count() const;

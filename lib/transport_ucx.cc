@@ -4,19 +4,36 @@
 // UCX for the request's status (ucp_request_check_status /
 // ucp_tag_recv_request_test), so nothing in UCX ever holds a pointer to a
 // Request object and moving a pending Request is a plain pointer move.
+//
+// Waiting (wait_for_events) follows UCX's wakeup protocol: progress until
+// it returns 0, ucp_worker_arm (UCS_ERR_BUSY: events are pending, progress
+// again), then poll the worker's event fd.  Verified with UCX 1.13.1 on
+// this machine: with UCP_FEATURE_WAKEUP the endpoints between local ranks
+// still use sysv/posix shared memory with cma zero-copy (the lanes are the
+// same as without it), and the shared-memory and TCP transports both wake
+// a sleeping worker.
 #include "transport.h"
 
 #include "log.h"
 
 #include <ucp/api/ucp.h>
 
+#include <poll.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 namespace terse {
@@ -66,6 +83,105 @@ bool mpi_usable() {
     return initialized && !finalized;
 }
 
+// The longest a waiter sleeps without an event fd to wake it: short enough
+// that a message that arrives meanwhile waits little, long enough that the
+// scheduler runs the peers that share this core.
+constexpr unsigned kNapUs = 100;
+
+void nap_us(unsigned us) {
+    timespec ts{time_t(us / 1000000u), long(us % 1000000u) * 1000L};
+    nanosleep(&ts, nullptr);
+}
+
+// What a UCX print function writes to a FILE, as a string ("" when it
+// cannot be captured; callers then keep UCX's defaults).
+template <class Print>
+std::string capture_print(Print &&print) {
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return {};
+    print(f);
+    std::fclose(f);
+    std::string text;
+    try {
+        if (buf) text.assign(buf, len);
+    } catch (const std::bad_alloc &) {
+        text.clear();
+    }
+    std::free(buf);
+    return text;
+}
+
+// Whether the user left UCX's rendezvous threshold at its default: neither
+// variable set, and the resolved configuration (environment and UCX's
+// configuration files) says "auto".  Anything unclear counts as set, so
+// terse never overrides a choice it cannot see.
+bool rndv_thresh_is_default(const ucp_config_t *config) {
+    if (std::getenv("TERSE_UCX_RNDV_THRESH") || std::getenv("UCX_RNDV_THRESH")) return false;
+    std::string text = capture_print(
+        [&](FILE *f) { ucp_config_print(config, f, "terse", UCS_CONFIG_PRINT_CONFIG); });
+    static const char kKey[] = "UCX_RNDV_THRESH=";
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        size_t key = text.find(kKey, pos);
+        if (key < end && (key == pos || text[key - 1] == '_'))
+            return text.compare(key + sizeof kKey - 1, end - (key + sizeof kKey - 1), "auto") == 0;
+        pos = end + 1;
+    }
+    return false;
+}
+
+// Whether every resource of the context, "self" aside, is TCP.  Read from
+// ucp_context_print_info, whose resource lines end in "flags -- <tl>/<dev>"
+// (UCX has no query for them); if none is found the answer is false.
+bool context_is_tcp_only(ucp_context_h context) {
+    std::string text = capture_print([&](FILE *f) { ucp_context_print_info(context, f); });
+    static const char kMark[] = "flags --";
+    bool tcp = false;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        size_t res = text.find("resource", pos);
+        size_t mark = text.find(kMark, pos);
+        if (res < end && mark < end) {
+            size_t b = text.find_first_not_of(' ', mark + sizeof kMark - 1);
+            size_t e = b < end ? text.find('/', b) : std::string::npos;
+            if (e == std::string::npos || e > end) return false;  // a format we do not know
+            std::string tl = text.substr(b, e - b);
+            if (tl == "tcp")
+                tcp = true;
+            else if (tl != "self")
+                return false;
+        }
+        pos = end + 1;
+    }
+    return tcp;
+}
+
+// Whether this node runs more ranks than it has CPUs for them: the union
+// of the local ranks' CPU affinity masks (a cpuset or binding counts) is
+// smaller than the number of local ranks.  Collective over
+// MPI_COMM_WORLD; on any MPI failure the answer is false.
+bool node_oversubscribed() {
+    MPI_Comm node = MPI_COMM_NULL;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return false;
+    int local = 1;
+    PMPI_Comm_size(node, &local);
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &cpus);
+    }
+    int rc = PMPI_Allreduce(MPI_IN_PLACE, &cpus, int(sizeof cpus), MPI_BYTE, MPI_BOR, node);
+    PMPI_Comm_free(&node);
+    int available = CPU_COUNT(&cpus);
+    return rc == MPI_SUCCESS && available > 0 && local > available;
+}
+
 }  // namespace
 
 struct Transport::Impl {
@@ -74,6 +190,16 @@ struct Transport::Impl {
     bool multi = false;
     ucp_context_h context = nullptr;
     ucp_worker_h worker = nullptr;
+
+    // The worker's event fd (UCP_FEATURE_WAKEUP), or -1.  `wakeup` turns
+    // off for good if arming ever fails; `sleeping` admits one thread at a
+    // time to the fd (two threads arming and polling one worker would steal
+    // each other's events).
+    int efd = -1;
+    std::atomic<bool> wakeup{false};
+    std::atomic<int> sleeping{0};
+    bool eager_only = false;  // terse set RNDV_THRESH=inf
+    bool oversubscribed = false;
 
     // Every rank's worker address, gathered once at init.
     std::vector<unsigned char> addresses;
@@ -134,11 +260,31 @@ Status Transport::Impl::open(bool thread_multiple) {
     ucp_params_t params = {};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_TAG;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 0;
     params.estimated_num_eps = size_t(size);
     params.name = "terse";
     st = ucp_init(&params, config, &context);
+    if (st != UCS_OK) {
+        // Transports without event support may make UCX refuse wakeup;
+        // terse then waits by napping.
+        TERSE_LOG_DEBUG("transport: ucp_init with UCP_FEATURE_WAKEUP failed (%s); retrying without it",
+                        ucs_status_string(st));
+        context = nullptr;
+        params.features = UCP_FEATURE_TAG;
+        st = ucp_init(&params, config, &context);
+    }
+    if (st == UCS_OK && rndv_thresh_is_default(config) && context_is_tcp_only(context)) {
+        // The threshold is a context setting, and the resources are only
+        // known once a context exists: make the context again with it.
+        if (ucp_config_modify(config, "RNDV_THRESH", "inf") == UCS_OK) {
+            ucp_cleanup(context);
+            context = nullptr;
+            st = ucp_init(&params, config, &context);
+            eager_only = st == UCS_OK;
+            TERSE_LOG_DEBUG("transport: TCP-only UCX context: rendezvous off (RNDV_THRESH=inf)");
+        }
+    }
     ucp_config_release(config);
     if (st != UCS_OK) {
         context = nullptr;
@@ -168,6 +314,16 @@ Status Transport::Impl::open(bool thread_multiple) {
             return set_error(TERSE_ERR_UNSUPPORTED,
                              "terse transport: MPI_THREAD_MULTIPLE requested but this UCX library does not "
                              "provide a multi-threaded worker (built without thread support?)");
+    }
+    if (params.features & UCP_FEATURE_WAKEUP) {
+        int fd = -1;
+        st = ucp_worker_get_efd(worker, &fd);
+        if (st == UCS_OK && fd >= 0) {
+            efd = fd;
+            wakeup.store(true, std::memory_order_relaxed);
+        } else {
+            TERSE_LOG_DEBUG("transport: no UCX event fd (%s); waits nap instead", ucs_status_string(st));
+        }
     }
     return TERSE_OK;
 }
@@ -295,7 +451,8 @@ void Transport::Impl::close_endpoints(bool collective) {
         if (PMPI_Ibarrier(MPI_COMM_WORLD, &barrier) == MPI_SUCCESS) {
             int done = 0;
             while (!done) {
-                ucp_worker_progress(worker);
+                // Ranks sharing cores finish sooner if the idle ones nap.
+                if (ucp_worker_progress(worker) == 0) nap_us(kNapUs / 4);
                 if (PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
             }
         }
@@ -418,6 +575,7 @@ Status Transport::init(bool thread_multiple) {
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "terse transport: out of memory during initialization");
     }
+    impl->oversubscribed = node_oversubscribed();
     local = impl->open(thread_multiple);
     Status st;
     try {
@@ -429,8 +587,10 @@ Status Transport::init(bool thread_multiple) {
     }
     if (st != TERSE_OK) return st;  // impl's destructor releases what was opened
 
-    TERSE_LOG_DEBUG("transport: UCX ready (%d ranks, %s worker)", impl->size,
-                    thread_multiple ? "multi-threaded" : "serialized");
+    TERSE_LOG_DEBUG("transport: UCX ready (%d ranks, %s worker, waits %s, %s, cores %s)", impl->size,
+                    thread_multiple ? "multi-threaded" : "serialized",
+                    impl->wakeup.load() ? "sleep on the event fd" : "nap", impl->eager_only ? "eager only" : "rendezvous as UCX decides",
+                    impl->oversubscribed ? "oversubscribed" : "not oversubscribed");
     Transport *t = new (std::nothrow) Transport(std::move(impl));
     if (!t) return set_error(TERSE_ERR_NO_MEMORY, "terse transport: out of memory during initialization");
     g_transport = t;
@@ -507,7 +667,42 @@ Status Transport::irecv(int peer, uint64_t tag, void *buf, size_t capacity, Requ
     return TERSE_OK;
 }
 
-unsigned Transport::progress() { return ucp_worker_progress(impl_->worker); }
+unsigned Transport::progress() {
+    Impl &im = *impl_;
+    unsigned n = ucp_worker_progress(im.worker);
+    // A thread asleep on the event fd cannot see the events this call has
+    // taken (what it waits for may be among them): wake it to look.
+    if (n != 0 && im.sleeping.load(std::memory_order_relaxed) != 0) ucp_worker_signal(im.worker);
+    return n;
+}
+
+void Transport::wait_for_events(unsigned timeout_us) {
+    Impl &im = *impl_;
+    if (im.wakeup.load(std::memory_order_relaxed)) {
+        int nobody = 0;
+        if (im.sleeping.compare_exchange_strong(nobody, 1, std::memory_order_acquire)) {
+            ucs_status_t st = ucp_worker_arm(im.worker);
+            if (st == UCS_OK) {
+                pollfd p{im.efd, POLLIN, 0};
+                timespec ts{time_t(timeout_us / 1000000u), long(timeout_us % 1000000u) * 1000L};
+                ppoll(&p, 1, &ts, nullptr);  // woken, timed out or interrupted: the caller progresses
+            } else if (st != UCS_ERR_BUSY) {
+                im.wakeup.store(false, std::memory_order_relaxed);
+                TERSE_LOG_WARN("transport: ucp_worker_arm failed (%s); waiting by napping from now on",
+                               ucs_status_string(st));
+            }
+            im.sleeping.store(0, std::memory_order_release);
+            if (st == UCS_OK || st == UCS_ERR_BUSY) return;
+        }
+    }
+    nap_us(std::min(timeout_us, kNapUs));
+}
+
+bool Transport::wakeup_enabled() const { return impl_->wakeup.load(std::memory_order_relaxed); }
+
+bool Transport::eager_only() const { return impl_->eager_only; }
+
+bool Transport::cores_oversubscribed() const { return impl_->oversubscribed; }
 
 size_t Transport::endpoint_count() const { return impl_->ep_count.load(std::memory_order_relaxed); }
 

@@ -5,7 +5,8 @@
 // wait has a deadline so a lost message fails the test instead of hanging.
 //
 // `test_transport --multi` initializes MPI and the transport for
-// MPI_THREAD_MULTIPLE and adds a test where threads share the worker.
+// MPI_THREAD_MULTIPLE and adds tests where threads share the worker (and
+// sleep on it).
 // `test_transport --pingpong` instead prints a 1 MiB ping-pong measurement
 // between ranks 0 and 1 (for information; no test asserts on time).
 #include "transport.h"
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -43,6 +45,17 @@ bool wait(Request &r, Status *st, double seconds = 30.0) {
         // Yield when idle: the ranks (and threads) share 2 cores under
         // oversubscription, and a spinning waiter starves the sender.
         if (tp()->progress() == 0) std::this_thread::yield();
+        if (std::chrono::steady_clock::now() > deadline) return false;
+    }
+    return true;
+}
+
+// As wait(), but sleeping in Transport::wait_for_events(timeout_us) while
+// nothing moves, as the engine does.
+bool wait_sleeping(Request &r, Status *st, unsigned timeout_us, double seconds = 60.0) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!r.test(st)) {
+        if (tp()->progress() == 0) tp()->wait_for_events(timeout_us);
         if (std::chrono::steady_clock::now() > deadline) return false;
     }
     return true;
@@ -102,6 +115,98 @@ TEST_F(TransportTest, ThreadsShareTheWorker) {
     for (auto &th : threads) th.join();
     for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], 0) << "thread " << t;
     EXPECT_LE(tp()->endpoint_count(), size_t(g_size - 1));
+}
+
+// Threads that sleep while waiting: one at a time sleeps on the worker's
+// event fd, the others nap; nobody may hang or lose a message.
+TEST_F(TransportTest, ThreadsSleepWhileWaiting) {
+    if (!g_multi) GTEST_SKIP() << "needs --multi (MPI_THREAD_MULTIPLE)";
+    constexpr int kThreads = 2, kRounds = 60;
+    std::vector<int> errors(kThreads, 0);
+    auto body = [&](int t) {
+        for (int round = 0; round < kRounds; ++round) {
+            size_t n = round % 3 == 2 ? size_t(1) << 20 : round % 3 ? size_t(16) << 10 : 8;
+            size_t salt = size_t(t * 1000 + round + 7);
+            auto out = make_buffer(g_rank, n, salt);
+            std::vector<unsigned char> in(n, 0);
+            Request rr, sr;
+            uint32_t ctx = 30 + uint32_t(t);
+            if (tp()->irecv(left(), make_tag(ctx, left(), uint32_t(round), 0), in.data(), n, &rr) != TERSE_OK ||
+                tp()->isend(right(), make_tag(ctx, g_rank, uint32_t(round), 0), out.data(), n, &sr) != TERSE_OK) {
+                ++errors[t];
+                return;
+            }
+            Status st1 = TERSE_ERR_INVALID, st2 = TERSE_ERR_INVALID;
+            if (!wait_sleeping(rr, &st1, 1000) || !wait_sleeping(sr, &st2, 1000) || st1 != TERSE_OK ||
+                st2 != TERSE_OK || rr.received_length() != n || count_mismatches(in, n, left(), salt) != 0) {
+                ++errors[t];
+                return;
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back(body, t);
+    for (auto &th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], 0) << "thread " << t;
+}
+
+// The rendezvous rule of transport.h: TCP alone, threshold left alone ->
+// eager only; UCX's default transports (shared memory here) -> UCX decides.
+TEST_F(TransportTest, RendezvousRuleFollowsTheTransports) {
+    const char *tls = std::getenv("TERSE_UCX_TLS");
+    if (!tls) tls = std::getenv("UCX_TLS");
+    const bool thresh_set = std::getenv("TERSE_UCX_RNDV_THRESH") || std::getenv("UCX_RNDV_THRESH");
+    if (!tls) {
+        EXPECT_FALSE(tp()->eager_only()) << "shared memory is available: rendezvous must stay with UCX";
+    } else if (std::strcmp(tls, "tcp") == 0) {
+        EXPECT_EQ(tp()->eager_only(), !thresh_set)
+            << "TLS=tcp, RNDV_THRESH " << (thresh_set ? "set by the user" : "not set");
+    } else {
+        GTEST_SKIP() << "no expectation for TLS=" << tls;
+    }
+}
+
+// A sleeping waiter is woken by the message it waits for: every wait here
+// may sleep 30 s, so a wakeup that never comes fails the 60 s deadline
+// rather than passing slowly.  Each rank sends only after a pause, so the
+// receivers are asleep when the data comes.  The 1 MiB message needs the
+// sender woken too (rendezvous over shared memory: the receiver's reply;
+// eager TCP: room in the socket).
+TEST_F(TransportTest, WaitForEventsWakesOnArrival) {
+    if (!tp()->wakeup_enabled()) GTEST_SKIP() << "UCX gave no event fd here; waits nap";
+    if (g_multi) GTEST_SKIP() << "with threads a sleeper may miss an event another thread took";
+    const size_t sizes[] = {8, size_t(64) << 10, size_t(1) << 20, size_t(8) << 20};
+    uint32_t seq = 0;
+    for (size_t n : sizes) {
+        SCOPED_TRACE("size " + std::to_string(n));
+        auto out = make_buffer(g_rank, n, n + 3);
+        std::vector<unsigned char> in(n, 0);
+        Request rr, sr;
+        ASSERT_EQ(tp()->irecv(left(), make_tag(40, left(), seq, 0), in.data(), n, &rr), TERSE_OK)
+            << terse::last_error();
+        MPI_Barrier(MPI_COMM_WORLD);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 + 10 * g_rank));
+        ASSERT_EQ(tp()->isend(right(), make_tag(40, g_rank, seq, 0), out.data(), n, &sr), TERSE_OK)
+            << terse::last_error();
+        Status st = TERSE_ERR_INVALID;
+        constexpr unsigned kLong = 30u * 1000u * 1000u;
+        ASSERT_TRUE(wait_sleeping(rr, &st, kLong)) << "receive: no wakeup";
+        EXPECT_EQ(st, TERSE_OK) << terse::last_error();
+        ASSERT_TRUE(wait_sleeping(sr, &st, kLong)) << "send: no wakeup";
+        EXPECT_EQ(st, TERSE_OK) << terse::last_error();
+        EXPECT_EQ(rr.received_length(), n);
+        EXPECT_EQ(count_mismatches(in, n, left(), n + 3), 0u);
+        ++seq;
+    }
+}
+
+// Nothing to wait for: the sleep ends by itself (bounded), and so does a
+// nap-length one.
+TEST_F(TransportTest, WaitForEventsIsBounded) {
+    tp()->progress();
+    tp()->wait_for_events(2000);
+    tp()->wait_for_events(0);
+    SUCCEED();
 }
 
 TEST_F(TransportTest, WorldRankAndSize) {

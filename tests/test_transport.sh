@@ -29,6 +29,9 @@ for np in 2 3; do
     run "np=$np default transports" timeout 120 $MPIRUN $MPIRUN_FLAGS -np $np $prog
     run "np=$np TERSE_UCX_TLS=tcp" env TERSE_UCX_TLS=tcp timeout 120 $MPIRUN $MPIRUN_FLAGS -np $np $prog
 done
+# The rendezvous rule: a threshold the user sets is kept even over TCP alone.
+run "np=2 TERSE_UCX_TLS=tcp TERSE_UCX_RNDV_THRESH=64k" env TERSE_UCX_TLS=tcp TERSE_UCX_RNDV_THRESH=64k \
+    timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 $prog --gtest_filter='*Rendezvous*'
 # MPI_THREAD_MULTIPLE: a multi-threaded worker shared by several threads.
 run "np=3 --multi default transports" timeout 120 $MPIRUN $MPIRUN_FLAGS -np 3 $prog --multi
 run "np=3 --multi TERSE_UCX_TLS=tcp" env TERSE_UCX_TLS=tcp timeout 120 $MPIRUN $MPIRUN_FLAGS -np 3 $prog --multi
