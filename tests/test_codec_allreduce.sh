@@ -20,11 +20,13 @@ run() {
 }
 
 run 2 --algorithm ring contract nonfinite feedback
+run 2 --algorithm recursive_doubling contract
 for alg in ring recursive_doubling gather; do
     run 3 --algorithm $alg contract nonfinite
 done
 run 3 --algorithm ring feedback edges
 run 4 --algorithm ring contract
+run 4 --algorithm recursive_doubling contract nonfinite
 for alg in ring recursive_doubling gather; do
     run 5 --algorithm $alg --count 60001 contract nonfinite
 done
@@ -32,6 +34,7 @@ run 5 --algorithm gather --count 60001 edges
 run 5 --algorithm ring --count 60001 feedback
 run 8 --algorithm ring --count 60001 contract nonfinite feedback
 run 8 --algorithm recursive_doubling --count 60001 edges contract
+run 8 --algorithm gather --count 60001 contract nonfinite
 
 # Configured only by the environment, on MPI_COMM_WORLD.
 for codec in errbound:rel=1e-3 topk:ratio=0.02 quantize:bits=4; do
