@@ -498,6 +498,13 @@ void check_quantize(const Contract &c, const ChunkView<T> &v, Findings *f) {
             }
             s = std::max(s, sum / double(nb));
         }
+        // The 1-bit scale travels as float32 for float and 16-bit data,
+        // rounded up (terse_codec_quantize(7)): the bound uses it as stored.
+        if (sizeof(T) < 8) {
+            float sf = static_cast<float>(s);
+            if (double(sf) < s) sf = std::nextafter(sf, INFINITY);
+            s = sf;
+        }
         double e;
         if (c.bits == 1) e = c.stochastic ? 2 * m : std::max(s, m - s);
         else e = c.stochastic ? m / L : m / (2 * L);
