@@ -1,80 +1,14 @@
 // errbound plugin: the C ABI around errbound_codec.h.  No exception crosses
-// this boundary; the code path (AVX-512, AVX2 or scalar) is chosen once per
-// instance from what the CPU supports.
+// this boundary (the callbacks are common/c_abi.h's); the code path
+// (AVX-512, AVX2 or scalar) is chosen once per instance from what the CPU
+// supports.
 #include "errbound_codec.h"
 
+#include "../common/c_abi.h"
 #include "../common/elem.h"
-
-#include <new>
 
 namespace terse_errbound {
 namespace {
-
-extern "C" {
-
-static int e_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err, size_t errlen) {
-    *params = nullptr;
-    Params p;
-    const int rc = parse_params(kv, nkv, &p, err, errlen);
-    if (rc != TERSE_CODEC_OK) return rc;
-    auto *out = new (std::nothrow) Params(p);
-    if (!out) return TERSE_CODEC_ERR_NOMEM;
-    *params = out;
-    return TERSE_CODEC_OK;
-}
-
-static void e_free_params(void *params) { delete static_cast<Params *>(params); }
-
-static size_t e_params_string(const void *params, char *buf, size_t buflen) {
-    return params_string(*static_cast<const Params *>(params), buf, buflen);
-}
-
-static int e_create(const void *params, const terse_codec_setup_t *setup, void **instance, char *err,
-                    size_t errlen) {
-    Instance *inst = nullptr;
-    const int rc = create_instance(*static_cast<const Params *>(params), setup, terse_codec::best_isa(), &inst,
-                                   err, errlen);
-    *instance = inst;
-    return rc;
-}
-
-static void e_destroy(void *instance) { destroy_instance(static_cast<Instance *>(instance)); }
-
-static size_t e_max_encoded_size(void *instance, size_t count) {
-    return max_encoded_size(*static_cast<Instance *>(instance), count);
-}
-
-static size_t e_stats_count(void *instance, size_t count) {
-    return stats_count(*static_cast<Instance *>(instance), count);
-}
-
-static int e_stats(void *instance, const void *src, size_t count, double *out, const terse_codec_call_t *) {
-    return stats(*static_cast<Instance *>(instance), src, count, out);
-}
-
-static int e_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
-                    const terse_codec_call_t *call) {
-    try {
-        return encode(*static_cast<Instance *>(instance), src, count, dst, dst_cap, dst_len, call);
-    } catch (...) {
-        return TERSE_CODEC_ERR_INTERNAL;
-    }
-}
-
-static int e_decode(void *instance, const void *src, size_t src_len, void *dst, size_t count, int accumulate,
-                    terse_op_t op, const terse_codec_call_t *) {
-    // No exception can leave decode (scratch growth reports NOMEM itself).
-    return decode(*static_cast<Instance *>(instance), src, src_len, dst, count, accumulate, op);
-}
-
-static int e_combine(void *instance, const void *a, size_t a_len, int a_contributors, const void *b,
-                     size_t b_len, int b_contributors, size_t count, void *out, size_t out_cap, size_t *out_len,
-                     const terse_codec_call_t *) {
-    return combine(*static_cast<Instance *>(instance), a, a_len, a_contributors, b, b_len, b_contributors, count,
-                   out, out_cap, out_len);
-}
-
-}  // extern "C"
 
 terse_codec_descriptor_t make_descriptor() {
     terse_codec_descriptor_t d = {};
@@ -88,17 +22,7 @@ terse_codec_descriptor_t make_descriptor() {
     d.mem_kinds = TERSE_MEM_HOST;
     d.flags = TERSE_CODEC_FLAG_ERROR_BOUND;
     d.mode = TERSE_REDUCE_SUMMABLE;
-    d.parse = e_parse;
-    d.free_params = e_free_params;
-    d.params_string = e_params_string;
-    d.create = e_create;
-    d.destroy = e_destroy;
-    d.max_encoded_size = e_max_encoded_size;
-    d.stats_count = e_stats_count;
-    d.stats = e_stats;
-    d.encode = e_encode;
-    d.decode = e_decode;
-    d.combine = e_combine;
+    terse_codec::set_forwarding_callbacks<Params, Instance>(d);
     return d;
 }
 
