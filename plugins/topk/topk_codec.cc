@@ -13,6 +13,8 @@
 #include "topk_params.h"
 #include "topk_select.h"
 
+#include "../common/c_abi.h"
+
 #include <terse/codec.h>
 
 #include <cstdio>
@@ -154,28 +156,6 @@ int decode_t(Instance *in, const uint8_t *src, size_t src_len, void *dst, size_t
 
 extern "C" {
 
-static int topk_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err, size_t errlen) {
-    *params = nullptr;
-    try {
-        Params p;
-        const int rc = parse_params(kv, nkv, &p, err, errlen);
-        if (rc != TERSE_CODEC_OK) return rc;
-        *params = new Params(p);
-        return TERSE_CODEC_OK;
-    } catch (const std::bad_alloc &) {
-        return TERSE_CODEC_ERR_NOMEM;
-    } catch (...) {
-        message(err, errlen, "internal error while parsing parameters");
-        return TERSE_CODEC_ERR_INTERNAL;
-    }
-}
-
-static void topk_free_params(void *params) { delete static_cast<Params *>(params); }
-
-static size_t topk_params_string(const void *params, char *buf, size_t buflen) {
-    return params_string(*static_cast<const Params *>(params), buf, buflen);
-}
-
 static int topk_create(const void *params, const terse_codec_setup_t *setup, void **instance, char *err,
                        size_t errlen) {
     *instance = nullptr;
@@ -215,8 +195,6 @@ static int topk_create(const void *params, const terse_codec_setup_t *setup, voi
         return TERSE_CODEC_ERR_INTERNAL;
     }
 }
-
-static void topk_destroy(void *instance) { delete static_cast<Instance *>(instance); }
 
 static size_t topk_max_encoded_size(void *instance, size_t count) {
     const auto *in = static_cast<Instance *>(instance);
@@ -266,11 +244,11 @@ const terse_codec_descriptor_t kDescriptor = {
     TERSE_MEM_HOST,
     TERSE_CODEC_FLAG_FEEDBACK_DEFAULT,
     TERSE_REDUCE_GATHER,
-    topk_parse,
-    topk_free_params,
-    topk_params_string,
+    terse_codec::parse_callback<Params>,
+    terse_codec::free_params_callback<Params>,
+    terse_codec::params_string_callback<Params>,
     topk_create,
-    topk_destroy,
+    terse_codec::destroy_callback<Instance>,
     topk_max_encoded_size,
     nullptr,
     nullptr,

@@ -25,6 +25,8 @@
 // An instance is used by one thread at a time.
 #include "zfp_params.h"
 
+#include "../common/c_abi.h"
+
 #include <terse/codec.h>
 
 #include <zfp.h>
@@ -236,33 +238,6 @@ int decode_t(Instance *in, const uint8_t *src, size_t src_len, void *dst, size_t
 
 extern "C" {
 
-static int zfp_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err, size_t errlen) {
-    *params = nullptr;
-    try {
-        Params p;
-        const int rc = parse_params(kv, nkv, &p, err, errlen);
-        if (rc != TERSE_CODEC_OK) return rc;
-        *params = new Params(p);
-        return TERSE_CODEC_OK;
-    } catch (const std::bad_alloc &) {
-        return TERSE_CODEC_ERR_NOMEM;
-    } catch (...) {
-        message(err, errlen, "internal error while parsing parameters");
-        return TERSE_CODEC_ERR_INTERNAL;
-    }
-}
-
-static void zfp_free_params(void *params) { delete static_cast<Params *>(params); }
-
-static size_t zfp_params_string(const void *params, char *buf, size_t buflen) {
-    try {
-        return params_string(*static_cast<const Params *>(params), buf, buflen);
-    } catch (...) {
-        if (buf && buflen) buf[0] = '\0';
-        return 0;
-    }
-}
-
 static int zfp_create(const void *params, const terse_codec_setup_t *setup, void **instance, char *err,
                       size_t errlen) {
     *instance = nullptr;
@@ -323,8 +298,6 @@ static int zfp_create(const void *params, const terse_codec_setup_t *setup, void
     }
 }
 
-static void zfp_destroy(void *instance) { delete static_cast<Instance *>(instance); }
-
 static size_t zfp_max_encoded_size(void *instance, size_t count) {
     return kHeaderSize + zfp_max_bytes(static_cast<Instance *>(instance), count);
 }
@@ -358,11 +331,11 @@ const terse_codec_descriptor_t kDescriptor = {
     TERSE_MEM_HOST,
     0,
     TERSE_REDUCE_RECOMPRESS,
-    zfp_parse,
-    zfp_free_params,
-    zfp_params_string,
+    terse_codec::parse_callback<Params>,
+    terse_codec::free_params_callback<Params>,
+    terse_codec::params_string_callback<Params>,
     zfp_create,
-    zfp_destroy,
+    terse_codec::destroy_callback<Instance>,
     zfp_max_encoded_size,
     nullptr,
     nullptr,
