@@ -2,12 +2,15 @@
 // error messages (name the key, the bad value, and what is accepted).
 #pragma once
 
+#include <terse/codec.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace terse_codec {
 
@@ -44,6 +47,25 @@ inline bool parse_finite_double(const char *s, double *out) {
     if (*end || !std::isfinite(v)) return false;
     *out = v;
     return true;
+}
+
+// Whole string is read by strtod as a finite number without a range error
+// (an underflow too is rejected).  Unlike parse_finite_double, leading
+// whitespace passes, as strtod skips it.
+inline bool parse_strtod_finite(const char *s, double *out) {
+    if (!s || !*s) return false;
+    char *end = nullptr;
+    errno = 0;
+    const double v = std::strtod(s, &end);
+    if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+// parse_params' error return: msg into err, TERSE_CODEC_ERR_PARAM.
+inline int param_error(char *err, size_t errlen, const std::string &msg) {
+    if (err && errlen) snprintf(err, errlen, "%s", msg.c_str());
+    return TERSE_CODEC_ERR_PARAM;
 }
 
 inline bool is_key(const char *k, const char *name) { return k && std::strcmp(k, name) == 0; }

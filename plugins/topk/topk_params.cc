@@ -1,5 +1,7 @@
 #include "topk_params.h"
 
+#include "../common/params.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -11,20 +13,9 @@
 namespace terse_topk {
 namespace {
 
-int fail(char *err, size_t errlen, const std::string &msg) {
-    if (err && errlen) snprintf(err, errlen, "%s", msg.c_str());
-    return TERSE_CODEC_ERR_PARAM;
-}
-
-bool parse_double(const char *s, double *out) {
-    if (!s || !*s) return false;
-    char *end = nullptr;
-    errno = 0;
-    const double v = std::strtod(s, &end);
-    if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) return false;
-    *out = v;
-    return true;
-}
+// The shared helpers, under the names this file's messages are written with.
+constexpr auto &fail = terse_codec::param_error;
+constexpr auto &parse_double = terse_codec::parse_strtod_finite;
 
 bool parse_u64(const char *s, uint64_t *out) {
     if (!s || !*s) return false;
