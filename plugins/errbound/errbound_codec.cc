@@ -5,6 +5,7 @@
 #include "errbound_codec.h"
 #include "errbound_zstd.h"
 
+#include "../common/kernel_instance.h"
 #include "../common/params.h"
 
 #include <cfloat>
@@ -113,41 +114,15 @@ double agreed_max_abs(const Instance &in, const double *a) {
 int create_instance(const Params &p, const terse_codec_setup_t *setup, Isa isa, Instance **out, char *err,
                     size_t errlen) {
     *out = nullptr;
-    if (!setup || setup->struct_size < sizeof(terse_codec_setup_t)) {
-        set_message(err, errlen, "setup struct_size %u, expected %zu", setup ? setup->struct_size : 0u,
-                    sizeof(terse_codec_setup_t));
-        return TERSE_CODEC_ERR_PARAM;
-    }
-    const int di = terse_codec::dtype_index(setup->dtype);
-    if (di < 0) {
-        set_message(err, errlen, "dtype %d is not supported (accepted: float32, float64, float16, bfloat16)",
-                    static_cast<int>(setup->dtype));
-        return TERSE_CODEC_ERR_UNSUPPORTED;
-    }
-    if (setup->mem_kind != TERSE_MEM_HOST) {
-        set_message(err, errlen, "only host memory is supported");
-        return TERSE_CODEC_ERR_UNSUPPORTED;
-    }
+    int di = -1;
+    const int rc = terse_codec::check_host_setup(setup, &di, err, errlen);
+    if (rc != TERSE_CODEC_OK) return rc;
     if (setup->nranks < 1 || static_cast<uint64_t>(setup->nranks) >= kMaxSum / 2) {
         set_message(err, errlen, "nranks=%d is not accepted (accepted: 1 to %llu)", setup->nranks,
                     static_cast<unsigned long long>(kMaxSum / 2 - 1));
         return TERSE_CODEC_ERR_PARAM;
     }
-    if (!terse_codec::isa_available(isa)) {
-        set_message(err, errlen, "code path %s is not available on this CPU", terse_codec::isa_name(isa));
-        return TERSE_CODEC_ERR_UNSUPPORTED;
-    }
-    auto *inst = new (std::nothrow) Instance;
-    if (!inst) return TERSE_CODEC_ERR_NOMEM;
-    inst->p = p;
-    inst->dtype = setup->dtype;
-    inst->dindex = di;
-    inst->elem_bytes = terse_codec::dtype_bytes(setup->dtype);
-    inst->nranks = setup->nranks;
-    inst->isa = isa;
-    inst->k = &kernels_for(isa);
-    *out = inst;
-    return TERSE_CODEC_OK;
+    return terse_codec::new_kernel_instance(p, setup, di, isa, kernels_for, out, err, errlen);
 }
 
 void destroy_instance(Instance *inst) { delete inst; }
