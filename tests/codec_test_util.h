@@ -1,15 +1,20 @@
 // Typed element buffers and the reference arithmetic the lossy codec tests
-// check results against (exact double sums, ulps of the output type).
+// check results against (exact double sums, ulps of the output type), and
+// instances of the linked-in kernel-table codecs (quantize, errbound) on a
+// chosen code path.
 #pragma once
 
 #include "../plugins/common/elem.h"
 #include "../plugins/common/half.h"
+#include "../plugins/common/isa.h"
 
 #include <terse/codec.h>
 
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace codec_test {
@@ -121,6 +126,70 @@ inline double ulp_of(terse_dtype_t dt, double r) {
         std::frexp(a, &e);
         return std::ldexp(1.0, e - 8);
     }
+    }
+}
+
+// The codec's create_instance / destroy_instance are found by
+// argument-dependent lookup in the namespace of its Params / Instance.
+// Header-only and without gtest, so the libFuzzer targets use it too.
+struct InstanceDeleter {
+    template <typename Instance>
+    void operator()(Instance *i) const {
+        destroy_instance(i);
+    }
+};
+template <typename Instance>
+using InstancePtr = std::unique_ptr<Instance, InstanceDeleter>;
+
+// Creates a host-memory instance for nranks ranks and chunks of up to
+// max_chunk_count elements on code path isa; the codec's status, its
+// message in err.
+template <typename Instance, typename Params>
+int create_host_instance(const Params &p, terse_dtype_t dt, int nranks, size_t max_chunk_count,
+                         terse_codec::Isa isa, Instance **out, char *err, size_t errlen) {
+    terse_codec_setup_t s{};
+    s.struct_size = sizeof s;
+    s.dtype = dt;
+    s.mem_kind = TERSE_MEM_HOST;
+    s.nranks = nranks;
+    s.max_chunk_count = max_chunk_count;
+    return create_instance(p, &s, isa, out, err, errlen);
+}
+
+// Every code path this CPU runs, scalar first.
+inline std::vector<terse_codec::Isa> isas() {
+    using terse_codec::Isa;
+    std::vector<Isa> v{Isa::Scalar};
+    if (terse_codec::isa_available(Isa::Avx2)) v.push_back(Isa::Avx2);
+    if (terse_codec::isa_available(Isa::Avx512)) v.push_back(Isa::Avx512);
+    return v;
+}
+
+// For the libFuzzer targets: the code path byte b asks for, scalar where
+// this CPU lacks it.
+inline terse_codec::Isa fuzz_isa(uint8_t b) {
+    using terse_codec::Isa;
+    const Isa want = b % 3 == 0 ? Isa::Scalar : b % 3 == 1 ? Isa::Avx2 : Isa::Avx512;
+    return terse_codec::isa_available(want) ? want : Isa::Scalar;
+}
+
+// For the libFuzzer targets: a decoded sum is always finite (saturated), so
+// anything else is a finding.
+inline void abort_unless_finite(const std::vector<uint8_t> &out, terse_dtype_t dt, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        double v;
+        if (dt == TERSE_DTYPE_FLOAT32) {
+            float f;
+            std::memcpy(&f, out.data() + 4 * i, 4);
+            v = f;
+        } else if (dt == TERSE_DTYPE_FLOAT64) {
+            std::memcpy(&v, out.data() + 8 * i, 8);
+        } else {
+            uint16_t h;
+            std::memcpy(&h, out.data() + 2 * i, 2);
+            v = dt == TERSE_DTYPE_FLOAT16 ? terse_codec::f16_to_f32(h) : terse_codec::bf16_to_f32(h);
+        }
+        if (!std::isfinite(v)) abort();
     }
 }
 

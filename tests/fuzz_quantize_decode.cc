@@ -6,6 +6,8 @@
 //            fuzzer spends its time past the header checks.
 // Either way decode and combine must return OK or an error, never touch
 // memory they do not own (ASan), and decoded values must be finite.
+#include "codec_test_util.h"
+
 #include "../plugins/quantize/quantize_codec.h"
 
 #include <cmath>
@@ -18,43 +20,14 @@ using terse_codec::Isa;
 
 namespace {
 
-const terse_dtype_t kTypes[] = {TERSE_DTYPE_FLOAT32, TERSE_DTYPE_FLOAT64, TERSE_DTYPE_FLOAT16, TERSE_DTYPE_BFLOAT16};
 const int kBits[] = {1, 2, 4, 8, 16};
 
-Isa pick_isa(uint8_t b) {
-    const Isa want = b % 3 == 0 ? Isa::Scalar : b % 3 == 1 ? Isa::Avx2 : Isa::Avx512;
-    return terse_codec::isa_available(want) ? want : Isa::Scalar;
-}
-
 tq::Instance *make(const tq::Params &p, terse_dtype_t dt, int nranks, Isa isa) {
-    terse_codec_setup_t s{};
-    s.struct_size = sizeof s;
-    s.dtype = dt;
-    s.mem_kind = TERSE_MEM_HOST;
-    s.nranks = nranks;
-    s.max_chunk_count = 1 << 16;
     tq::Instance *inst = nullptr;
     char err[128];
-    if (tq::create_instance(p, &s, isa, &inst, err, sizeof err) != TERSE_CODEC_OK) return nullptr;
+    if (codec_test::create_host_instance(p, dt, nranks, 1 << 16, isa, &inst, err, sizeof err) != TERSE_CODEC_OK)
+        return nullptr;
     return inst;
-}
-
-void check_finite(const std::vector<uint8_t> &out, terse_dtype_t dt, size_t count) {
-    for (size_t i = 0; i < count; i++) {
-        double v;
-        if (dt == TERSE_DTYPE_FLOAT32) {
-            float f;
-            std::memcpy(&f, out.data() + 4 * i, 4);
-            v = f;
-        } else if (dt == TERSE_DTYPE_FLOAT64) {
-            std::memcpy(&v, out.data() + 8 * i, 8);
-        } else {
-            uint16_t h;
-            std::memcpy(&h, out.data() + 2 * i, 2);
-            v = dt == TERSE_DTYPE_FLOAT16 ? terse_codec::f16_to_f32(h) : terse_codec::bf16_to_f32(h);
-        }
-        if (!std::isfinite(v)) abort();  // a decoded sum is always finite (saturated)
-    }
 }
 
 void exercise(tq::Instance *inst, const uint8_t *pay, size_t len, size_t count, int contributors,
@@ -63,7 +36,7 @@ void exercise(tq::Instance *inst, const uint8_t *pay, size_t len, size_t count, 
     std::vector<uint8_t> out(count * esz + 1);
     const int rc = tq::decode(*inst, pay, len, out.data(), count, 0, TERSE_OP_SUM);
     if (rc != TERSE_CODEC_OK && rc != TERSE_CODEC_ERR_CORRUPT) abort();
-    if (rc == TERSE_CODEC_OK) check_finite(out, inst->dtype, count);
+    if (rc == TERSE_CODEC_OK) codec_test::abort_unless_finite(out, inst->dtype, count);
     tq::decode(*inst, pay, len, out.data(), count, 1, TERSE_OP_SUM);
     if (!valid.empty()) {
         std::vector<uint8_t> o(tq::max_encoded_size(*inst, count) + 64);
@@ -79,13 +52,13 @@ void exercise(tq::Instance *inst, const uint8_t *pay, size_t len, size_t count, 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     const uint8_t a = data[0], b = data[1];
-    const terse_dtype_t dt = kTypes[a & 3];
+    const terse_dtype_t dt = codec_test::kFloatTypes[a & 3];
     tq::Params p;
     p.bits = kBits[(a >> 2) % 5];
     p.log2_block = 5 + (b & 3);
     p.rounding = (b >> 2) & 1 ? tq::kStochastic : tq::kNearest;
     const int nranks = 1 + ((b >> 3) & 3);
-    const Isa isa = pick_isa(b >> 5);
+    const Isa isa = codec_test::fuzz_isa(b >> 5);
     tq::Instance *inst = make(p, dt, 8, isa);
     if (!inst) return 0;
 

@@ -24,10 +24,7 @@ using terse_codec::Isa;
 
 namespace {
 
-struct InstDeleter {
-    void operator()(te::Instance *i) const { te::destroy_instance(i); }
-};
-using InstPtr = std::unique_ptr<te::Instance, InstDeleter>;
+using InstPtr = InstancePtr<te::Instance>;
 
 te::Params params_of(te::Mode m, double bound, bool zstd = false, int level = 1) {
     te::Params p;
@@ -39,24 +36,11 @@ te::Params params_of(te::Mode m, double bound, bool zstd = false, int level = 1)
 }
 
 InstPtr make_inst(const te::Params &p, terse_dtype_t dt, int nranks, Isa isa = terse_codec::best_isa()) {
-    terse_codec_setup_t s{};
-    s.struct_size = sizeof s;
-    s.dtype = dt;
-    s.mem_kind = TERSE_MEM_HOST;
-    s.nranks = nranks;
-    s.max_chunk_count = 1 << 22;
     te::Instance *inst = nullptr;
     char err[256] = {0};
-    const int rc = te::create_instance(p, &s, isa, &inst, err, sizeof err);
+    const int rc = create_host_instance(p, dt, nranks, 1 << 22, isa, &inst, err, sizeof err);
     EXPECT_EQ(rc, TERSE_CODEC_OK) << err;
     return InstPtr(inst);
-}
-
-std::vector<Isa> isas() {
-    std::vector<Isa> v{Isa::Scalar};
-    if (terse_codec::isa_available(Isa::Avx2)) v.push_back(Isa::Avx2);
-    if (terse_codec::isa_available(Isa::Avx512)) v.push_back(Isa::Avx512);
-    return v;
 }
 
 struct Reduction {

@@ -22,10 +22,7 @@ using terse_codec::Isa;
 
 namespace {
 
-struct InstDeleter {
-    void operator()(tq::Instance *i) const { tq::destroy_instance(i); }
-};
-using InstPtr = std::unique_ptr<tq::Instance, InstDeleter>;
+using InstPtr = InstancePtr<tq::Instance>;
 
 tq::Params params_of(int bits, int block = 256, tq::Rounding r = tq::kNearest) {
     tq::Params p;
@@ -36,24 +33,11 @@ tq::Params params_of(int bits, int block = 256, tq::Rounding r = tq::kNearest) {
 }
 
 InstPtr make_inst(const tq::Params &p, terse_dtype_t dt, int nranks, Isa isa = terse_codec::best_isa()) {
-    terse_codec_setup_t s{};
-    s.struct_size = sizeof s;
-    s.dtype = dt;
-    s.mem_kind = TERSE_MEM_HOST;
-    s.nranks = nranks;
-    s.max_chunk_count = 1 << 22;
     tq::Instance *inst = nullptr;
     char err[256] = {0};
-    const int rc = tq::create_instance(p, &s, isa, &inst, err, sizeof err);
+    const int rc = create_host_instance(p, dt, nranks, 1 << 22, isa, &inst, err, sizeof err);
     EXPECT_EQ(rc, TERSE_CODEC_OK) << err;
     return InstPtr(inst);
-}
-
-std::vector<Isa> isas() {
-    std::vector<Isa> v{Isa::Scalar};
-    if (terse_codec::isa_available(Isa::Avx2)) v.push_back(Isa::Avx2);
-    if (terse_codec::isa_available(Isa::Avx512)) v.push_back(Isa::Avx512);
-    return v;
 }
 
 // Per-rank error the man page states for a block whose agreed max |x| is m
