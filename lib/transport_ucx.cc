@@ -88,6 +88,9 @@ bool mpi_usable() {
 // scheduler runs the peers that share this core.
 constexpr unsigned kNapUs = 100;
 
+// Consecutive UCS_ERR_BUSY answers of ucp_worker_arm on this thread.
+thread_local unsigned t_busy_streak = 0;
+
 void nap_us(unsigned us) {
     timespec ts{time_t(us / 1000000u), long(us % 1000000u) * 1000L};
     nanosleep(&ts, nullptr);
@@ -670,6 +673,7 @@ Status Transport::irecv(int peer, uint64_t tag, void *buf, size_t capacity, Requ
 unsigned Transport::progress() {
     Impl &im = *impl_;
     unsigned n = ucp_worker_progress(im.worker);
+    if (n != 0) t_busy_streak = 0;
     // A thread asleep on the event fd cannot see the events this call has
     // taken (what it waits for may be among them): wake it to look.
     if (n != 0 && im.sleeping.load(std::memory_order_relaxed) != 0) ucp_worker_signal(im.worker);
@@ -692,6 +696,12 @@ void Transport::wait_for_events(unsigned timeout_us) {
                                ucs_status_string(st));
             }
             im.sleeping.store(0, std::memory_order_release);
+            // Busy means events are pending and progress() takes them; if
+            // it answers busy again with no progress between (an event
+            // that progress does not count, or cannot take yet), nap, so
+            // that a wait can never turn into a spin.
+            if (st == UCS_ERR_BUSY && ++t_busy_streak >= 2) nap_us(std::min(timeout_us, kNapUs));
+            if (st == UCS_OK) t_busy_streak = 0;
             if (st == UCS_OK || st == UCS_ERR_BUSY) return;
         }
     }
