@@ -30,9 +30,7 @@
 
 namespace terse {
 
-class FeedbackStore;  // engine/error_feedback.h
-class CommState;
-class CaptureWriter;  // capture.h
+class FeedbackStore;  // error_feedback.h
 
 class CommState {
 public:
