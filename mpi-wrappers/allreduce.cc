@@ -3,8 +3,8 @@
 #include "dispatch.h"
 #include "reentry_guard.h"
 
-#include "capture.h"
-#include "log.h"
+#include "capture/capture.h"
+#include "util/log.h"
 
 namespace terse {
 

@@ -4,9 +4,9 @@
 #include "dispatch.h"
 #include "reentry_guard.h"
 
-#include "comm_state.h"
-#include "config.h"
-#include "log.h"
+#include "runtime/comm_state.h"
+#include "config/config.h"
+#include "util/log.h"
 
 #include <string>
 #include <vector>

@@ -5,9 +5,9 @@
 // configuration agreed at context creation.
 #pragma once
 
-#include "comm_state.h"
-#include "engine.h"
-#include "status.h"
+#include "runtime/comm_state.h"
+#include "engine/engine.h"
+#include "util/status.h"
 
 #include <mpi.h>
 

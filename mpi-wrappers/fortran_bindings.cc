@@ -5,7 +5,7 @@
 #include "dispatch.h"
 #include "reentry_guard.h"
 
-#include "comm_state.h"
+#include "runtime/comm_state.h"
 
 #include <mpi.h>
 

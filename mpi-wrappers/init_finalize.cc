@@ -4,8 +4,8 @@
 #include "dispatch.h"
 #include "reentry_guard.h"
 
-#include "comm_state.h"
-#include "log.h"
+#include "runtime/comm_state.h"
+#include "util/log.h"
 
 #include <cstdio>
 

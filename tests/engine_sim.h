@@ -5,10 +5,10 @@
 // is progressed in a random order each round, so many interleavings run.
 #pragma once
 
-#include "engine_op.h"
-#include "error_feedback.h"
-#include "reduce_kernels.h"
-#include "registry.h"
+#include "engine/op_base.h"
+#include "engine/error_feedback.h"
+#include "engine/reduce_kernels.h"
+#include "codec/registry.h"
 
 #include <terse/codec.h>
 

@@ -8,7 +8,7 @@
 //   bit 1: expect exactly what the header claims (dtype, count, codec id),
 //          else expect fixed values
 //   bits 2-3: op for an accumulating decode (3 = plain decode)
-#include "frame.h"
+#include "codec/frame.h"
 
 #include <terse/codec.h>
 

@@ -1,8 +1,8 @@
 // Capture file layout (TERSE_CAPTURE): what capture_open/record/close write,
 // read back with plain HDF5 calls the way any user's script would.
-#include "capture.h"
-#include "capture_format.h"
-#include "comm_state.h"
+#include "capture/capture.h"
+#include "capture/capture_format.h"
+#include "runtime/comm_state.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>

@@ -1,7 +1,7 @@
 // Unit tests of the configuration part: grammar, keys, sizes, environment,
 // config file, MPI_Info hints, overrides, their precedence, and the error
 // messages users see (source, key, bad value, what is accepted).
-#include "config.h"
+#include "config/config.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>

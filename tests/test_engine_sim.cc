@@ -2,7 +2,7 @@
 // against exact references, lossy error bounds, identical bits on every
 // rank, non-finite values, error feedback, and the poisoned mode.
 #include "engine_sim.h"
-#include "planner.h"
+#include "engine/planner.h"
 
 #include <gtest/gtest.h>
 

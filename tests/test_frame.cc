@@ -1,7 +1,7 @@
 // Frames and CRC32C: the layout on the wire, the round trip, and every way a
 // received frame can be wrong.
-#include "crc32c.h"
-#include "frame.h"
+#include "codec/crc32c.h"
+#include "codec/frame.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Reduction kernels against scalar references, 16-bit float conversions,
 // and the feedback store.
-#include "error_feedback.h"
-#include "reduce_kernels.h"
+#include "engine/error_feedback.h"
+#include "engine/reduce_kernels.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // The codec registry (search path, loading, descriptor checks, errors) and
 // the lossless none plugin, loaded from the build tree as a real module.
-#include "crc32c.h"
-#include "frame.h"
-#include "registry.h"
+#include "codec/crc32c.h"
+#include "codec/frame.h"
+#include "codec/registry.h"
 
 #include <gtest/gtest.h>
 

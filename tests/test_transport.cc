@@ -9,7 +9,7 @@
 // sleep on it).
 // `test_transport --pingpong` instead prints a 1 MiB ping-pong measurement
 // between ranks 0 and 1 (for information; no test asserts on time).
-#include "transport.h"
+#include "transport/ucx_transport.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -150,7 +150,7 @@ TEST_F(TransportTest, ThreadsSleepWhileWaiting) {
     for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], 0) << "thread " << t;
 }
 
-// The rendezvous rule of transport.h: TCP alone, threshold left alone ->
+// The rendezvous rule of ucx_transport.h: TCP alone, threshold left alone ->
 // eager only; UCX's default transports (shared memory here) -> UCX decides.
 TEST_F(TransportTest, RendezvousRuleFollowsTheTransports) {
     const char *tls = std::getenv("TERSE_UCX_TLS");

@@ -1,10 +1,10 @@
 #include "eval_codec.h"
 
-#include "config.h"
-#include "reduce_kernels.h"
+#include "config/config.h"
+#include "engine/reduce_kernels.h"
 #include "eval_common.h"
-#include "stats.h"
-#include "status.h"
+#include "engine/stats.h"
+#include "util/status.h"
 
 #include <cstring>
 

@@ -3,7 +3,7 @@
 // the same setup, and called chunk by chunk through its descriptor.
 #pragma once
 
-#include "registry.h"
+#include "codec/registry.h"
 
 #include <terse/codec.h>
 

@@ -1,6 +1,6 @@
 #include "eval_common.h"
 
-#include "reduce_kernels.h"
+#include "engine/reduce_kernels.h"
 
 #include <cstdarg>
 #include <cstdio>

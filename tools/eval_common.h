@@ -4,7 +4,7 @@
 // engine's own kernels (lib/reduce_kernels.h) so that results match.
 #pragma once
 
-#include "dtype.h"
+#include "util/dtype.h"
 
 #include <terse/codec.h>
 

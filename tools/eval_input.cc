@@ -1,6 +1,6 @@
 #include "eval_input.h"
 
-#include "capture_format.h"
+#include "capture/capture_format.h"
 #include "eval_common.h"
 
 #include <sys/stat.h>

@@ -1,14 +1,14 @@
 #include "eval_run.h"
 
-#include "codec_seed.h"
+#include "codec/codec_seed.h"
 
-#include "chunk_plan.h"
-#include "engine.h"
+#include "engine/chunk_plan.h"
+#include "engine/engine.h"
 #include "eval_common.h"
-#include "frame.h"
-#include "planner.h"
-#include "reduce_kernels.h"
-#include "stats.h"
+#include "codec/frame.h"
+#include "engine/planner.h"
+#include "engine/reduce_kernels.h"
+#include "engine/stats.h"
 
 #include <algorithm>
 #include <cstring>

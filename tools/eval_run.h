@@ -5,7 +5,7 @@
 // seeds and agreed statistics, and raw chunks where the codec sends them.
 #pragma once
 
-#include "config.h"
+#include "config/config.h"
 #include "eval_codec.h"
 #include "eval_input.h"
 #include "eval_metrics.h"

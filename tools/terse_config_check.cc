@@ -5,9 +5,9 @@
 // plugins, and prints the effective configuration of each communicator name
 // asked for.  It calls the same functions as the library, so it accepts and
 // rejects exactly what a run would, but without MPI, UCX or a job launcher.
-#include "config.h"
-#include "registry.h"
-#include "status.h"
+#include "config/config.h"
+#include "codec/registry.h"
+#include "util/status.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -7,8 +7,8 @@
 #include "eval_input.h"
 #include "eval_run.h"
 
-#include "config.h"
-#include "registry.h"
+#include "config/config.h"
+#include "codec/registry.h"
 
 #include <terse/version.h>
 

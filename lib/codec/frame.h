@@ -1,0 +1,63 @@
+// The frame: header + payload of every chunk terse puts on the wire.
+//
+//   offset size field
+//        0    4 magic "TRSF"
+//        4    1 version (1)
+//        5    1 dtype (terse_dtype_t)
+//        6    1 flags (FRAME_RAW, FRAME_POISON)
+//        7    1 reserved (0)
+//        8    4 codec id (crc32c of the codec name; 0 for raw)
+//       12    4 contributors (ranks summed into this frame)
+//       16    8 element count
+//       24    8 payload length in bytes
+//       32    4 check value: crc32c over bytes 0..31 and the payload
+//       36    4 reserved (0)
+//       40      payload
+//
+// A receiver checks every field against what it expects before any decoder
+// sees the payload; a foreign, truncated or corrupt frame is an error.
+// FRAME_POISON carries no payload: a rank that failed sends it so that every
+// other rank fails the same operation instead of waiting forever.
+#pragma once
+
+#include "util/status.h"
+
+#include <terse/codec.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace terse {
+
+constexpr size_t kFrameHeaderSize = 40;
+constexpr uint32_t kFrameMagic = 0x46535254u;  // "TRSF" little-endian
+constexpr uint8_t kFrameVersion = 1;
+
+enum FrameFlags : uint8_t { FRAME_RAW = 1u << 0, FRAME_POISON = 1u << 1 };
+
+struct FrameInfo {
+    terse_dtype_t dtype;
+    uint8_t flags;
+    uint32_t codec_id;
+    uint32_t contributors;
+    uint64_t count;
+    uint64_t payload_len;
+    const uint8_t *payload;
+};
+
+// CRC32C (Castagnoli), hardware-accelerated where the CPU has SSE4.2.
+uint32_t crc32c(uint32_t crc, const void *data, size_t len);
+
+// Write the header in front of a payload already placed at dst+kFrameHeaderSize
+// and compute the check value.  Returns the total frame length.
+size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
+                  uint32_t contributors, uint64_t count, uint64_t payload_len);
+
+// Validate a received frame of len bytes.  expect_codec_id is checked unless
+// the frame is raw or poison; expect_count and expect_dtype always.  Names
+// the peer (rank) in the error message.
+Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
+                  uint32_t expect_codec_id, uint64_t expect_count, int peer,
+                  FrameInfo *out);
+
+}  // namespace terse

@@ -1,0 +1,115 @@
+// Configuration: the grammar `codec[:key=value[,key=value...]]`, the
+// per-communicator settings, and their sources in precedence order
+//   built-in defaults < TERSE_* environment < config file section matching
+//   the communicator name (TERSE_CONFIG) < MPI_Info hints (terse_*) <
+//   terse_comm_configure().
+// Everything here is local (no communication) and pure parsing: codec names
+// and codec parameters are checked against the plugins by the registry, not
+// here.  Every error names the source, the key, the bad value and what is
+// accepted, via set_error().
+#pragma once
+
+#include "util/status.h"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace terse {
+
+// A parsed codec specification, e.g. "quantize:bits=4,block=256".
+struct CodecSpec {
+    std::string name = "none";
+    std::vector<std::pair<std::string, std::string>> params;  // in written order
+    std::string text() const;  // canonical "name:k=v,k=v" (params sorted by key)
+};
+
+enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather };
+const char *algorithm_name(Algorithm a);
+
+// Settings that apply to one communicator; must agree across its ranks.
+struct CommConfig {
+    bool enable = true;               // enable
+    CodecSpec codec;                  // codec
+    size_t min_bytes = 65536;         // min_bytes: smaller calls go to PMPI
+    size_t chunk_bytes = 1u << 20;    // chunk_bytes: pipeline chunk (input bytes)
+    int pipeline_depth = 4;           // pipeline_depth: chunks in flight per peer
+    Algorithm algorithm = Algorithm::Auto;  // algorithm
+    int feedback = -1;                // feedback: -1 codec default, 0 off, 1 on
+    bool verify = false;              // verify: compare with PMPI, record error
+
+    std::string canonical() const;    // "enable=1 codec=... min_bytes=..." stable order
+    uint64_t hash() const;            // FNV-1a of canonical()
+};
+
+// Process-wide settings (not per communicator).
+struct GlobalConfig {
+    std::string plugin_path;          // TERSE_PLUGIN_PATH (colon-separated dirs)
+    std::string config_file;          // TERSE_CONFIG
+    int stats = 0;                    // TERSE_STATS: 0 off, 1 print at finalize
+    std::string log_level = "warn";   // TERSE_LOG
+    std::string capture_prefix;       // TERSE_CAPTURE
+    unsigned capture_interval = 1;    // TERSE_CAPTURE_INTERVAL
+};
+
+// One key of CommConfig; key is the bare name ("codec", "min_bytes"...).
+// source is used in messages, e.g. "TERSE_MIN_BYTES" or "config file x:12".
+Status config_apply(CommConfig *cfg, std::string_view key, std::string_view value,
+                    const std::string &source);
+
+// Parse the codec grammar.
+Status codec_spec_parse(std::string_view text, const std::string &source, CodecSpec *out);
+
+// Sizes accept plain bytes or K/M/G suffixes (powers of 1024): "64K", "1M".
+Status parse_size(std::string_view text, const std::string &source, size_t *out);
+
+// Names of the keys config_apply accepts, for listings.
+const std::vector<std::string> &config_keys();
+
+// Read the environment: fills the global settings and the environment layer
+// of the per-communicator defaults.  Unknown TERSE_* variables (other than
+// TERSE_UCX_*, which belong to UCX) are errors that suggest the closest
+// known name.  env == nullptr reads ::environ.
+Status config_read_environment(GlobalConfig *global, CommConfig *defaults,
+                               char **env = nullptr);
+
+// Names of the TERSE_* variables config_read_environment() accepts (the
+// per-communicator keys upper-cased, then the process-wide ones).
+const std::vector<std::string> &config_environment_variables();
+
+// A config file: sections "[pattern]" whose shell glob is matched against
+// the communicator name ("*" matches all, "MPI_COMM_WORLD" the world),
+// each holding "key = value" lines with the same keys as config_apply.
+// Every matching section applies, in file order.
+class ConfigFile {
+public:
+    Status load(const std::string &path);
+    Status parse(std::string_view text, const std::string &origin);
+    Status apply(const std::string &comm_name, CommConfig *cfg) const;
+    std::vector<std::string> section_patterns() const;
+    // One section alone, whatever its pattern (tools check every section).
+    size_t section_count() const { return sections_.size(); }
+    Status apply_section(size_t index, CommConfig *cfg) const;
+
+private:
+    struct Entry { std::string key, value; int line; };
+    struct Section { std::string pattern; int line; std::vector<Entry> entries; };
+    std::string origin_;
+    std::vector<Section> sections_;
+};
+
+// MPI_Info hints: keys "terse_<key>"; unknown terse_* keys are errors.
+Status config_apply_info(MPI_Info info, CommConfig *cfg);
+
+// Explicit settings from terse_comm_configure(), kept per communicator.
+using ConfigOverrides = std::map<std::string, std::string>;
+Status config_apply_overrides(const ConfigOverrides &ov, CommConfig *cfg);
+
+}  // namespace terse

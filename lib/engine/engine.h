@@ -1,0 +1,122 @@
+// The engine: runs collective schedules over the transport, compressing
+// chunks with the communicator's codec.  This header is the only thing the
+// runtime sees.  Inside (lib/engine/):
+//   planner.h/.cc          which schedule, chunk size, depth (a pure function of
+//                          the call's matching arguments and agreed config)
+//   op_base.h/.cc          OpBase, what every operation shares: frames, poisoned
+//                          mode, error feedback, summable statistics, verification
+//   schedules/             the algorithms, each an OpBase:
+//     message_stream.h/.cc windowed, deadlock-free message streams (every schedule)
+//     ring_op.h, ring_allreduce.cc, ring_reduce_scatter.cc, ring_allgather.cc
+//                          the pipelined ring (allreduce = reduce-scatter + allgather)
+//     recursive_doubling.cc short messages
+//     gather_allreduce.cc  codecs whose payloads cannot be summed
+//   reduce_kernels.h/.cc   element-wise reductions (lossless fast path, raw frames)
+//   error_feedback.h/.cc   residuals carried between calls
+//   verify.h/.cc           TERSE_VERIFY
+//   stats.h/.cc            per-communicator counters
+//   ports.h                the transport and the MPI control plane seen as two
+//                          small interfaces (implemented in lib/runtime/)
+//
+// Failures: a rank that fails locally (corrupt frame, codec error) keeps its
+// schedule going with header-only poison frames, so every rank's operation
+// ends with an error (TERSE_ERR_REMOTE naming the failing rank on the others)
+// and none waits forever.  With a lossy codec the ranks also agree on the
+// outcome at the end (one small allreduce), because a decode can fail on a
+// message that is not forwarded any more.  Transport failures end the
+// operation at once (the MPI error handler then decides).
+//
+// Every collective is an Operation: a state machine that progress() moves
+// forward without blocking, so the same code serves blocking calls (start,
+// then wait), non-blocking calls, and background progress.  Operations with
+// a higher priority are progressed first by engine_progress_all().
+#pragma once
+
+#include "runtime/comm_state.h"
+#include "util/dtype.h"
+#include "util/status.h"
+
+#include <terse/codec.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace terse {
+
+enum class CollKind {
+    Allreduce,          // recvbuf[count] = op over ranks of sendbuf[count]
+    ReduceScatterBlock, // sendbuf[count * size] -> recvbuf[count] (block `rank`)
+    Allgather           // sendbuf[count] -> recvbuf[count * size]
+};
+
+enum class Priority { Low = 0, Normal = 1, High = 2 };
+
+// In place: Allreduce sendbuf == recvbuf.  ReduceScatterBlock: sendbuf ==
+// recvbuf holding count * size elements; the result goes to its first count
+// elements.  Allgather: sendbuf == recvbuf + rank * count.
+struct CollArgs {
+    CollKind kind = CollKind::Allreduce;
+    const void *sendbuf = nullptr;    // MPI_IN_PLACE already resolved: == recvbuf (or the rank's block)
+    void *recvbuf = nullptr;
+    size_t count = 0;                 // elements, as MPI's count/recvcount
+    terse_dtype_t dtype = TERSE_DTYPE_FLOAT32;
+    terse_op_t op = TERSE_OP_SUM;
+    terse_mem_kind_t mem = TERSE_MEM_HOST;
+    bool in_place = false;
+};
+
+class Operation {
+public:
+    virtual ~Operation() = default;
+    // Advance without blocking.  Sets *done when finished (successfully or
+    // not); the returned status is final once *done.
+    virtual Status progress(bool *done) = 0;
+    Priority priority = Priority::Normal;
+
+    // What engine_wait and engine_progress_all call: progress() serialised
+    // across threads (a call that finds another thread inside returns at
+    // once with *done false) and the final status remembered, with its
+    // message re-raised on the calling thread.
+    Status advance(bool *done);
+    bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+private:
+    std::atomic<bool> busy_{false};
+    std::atomic<bool> finished_{false};
+    Status final_ = TERSE_OK;
+    std::string final_msg_;
+};
+
+
+// Start a collective on st (which must be ready).
+Status engine_start(CommState *st, const CollArgs &args, Priority prio,
+                    std::unique_ptr<Operation> *op);
+// Progress op (and the transport) until done.
+Status engine_wait(Operation *op);
+// Convenience: start + wait.
+Status engine_run(CommState *st, const CollArgs &args);
+
+// Background progress of non-blocking operations (e.g. a future
+// MPI_Iallreduce): registered operations are advanced, highest priority
+// first, by engine_progress_all(), which engine_wait also calls.  One thread
+// at a time progresses the list (others return at once); register and
+// unregister take a lock, so they belong in start/completion, not in loops.
+void engine_progress_register(Operation *op);
+void engine_progress_unregister(Operation *op);
+// Advances registered operations and the transport; returns nonzero if
+// anything moved.
+unsigned engine_progress_all();
+
+// Whether the engine would run this call at all (vs PMPI), given the
+// communicator's config and codec.  Depends only on arguments MPI requires
+// to match across ranks and on agreed configuration.
+bool engine_eligible(const CommState *st, const CollArgs &args);
+
+}  // namespace terse
+
+// Test hook, reachable only by calling it: the next `count` frames this
+// process sends get a flipped check value, so their receivers detect a
+// corrupt frame (tests of the poisoned mode: every rank must fail, none hang).
+extern "C" void terse_engine_test_corrupt_next_sends(int count);

@@ -1,0 +1,425 @@
+// OpBase: the parts every engine operation shares.
+#include "engine/op_base.h"
+
+#include "codec/codec_seed.h"
+
+#include "engine/error_feedback.h"
+#include "util/log.h"
+#include "engine/reduce_kernels.h"
+#include "engine/verify.h"
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+namespace terse {
+
+namespace {
+
+Status codec_status(int rc) {
+    switch (rc) {
+    case TERSE_CODEC_ERR_CORRUPT: return TERSE_ERR_CORRUPT;
+    case TERSE_CODEC_ERR_NOMEM: return TERSE_ERR_NO_MEMORY;
+    case TERSE_CODEC_ERR_UNSUPPORTED: return TERSE_ERR_UNSUPPORTED;
+    default: return TERSE_ERR_PLUGIN;
+    }
+}
+
+const char *codec_status_text(int rc) {
+    switch (rc) {
+    case TERSE_CODEC_ERR_PARAM: return "bad parameter";
+    case TERSE_CODEC_ERR_UNSUPPORTED: return "unsupported datatype, memory kind or op";
+    case TERSE_CODEC_ERR_NOSPACE: return "output larger than its declared max_encoded_size";
+    case TERSE_CODEC_ERR_CORRUPT: return "payload malformed or truncated";
+    case TERSE_CODEC_ERR_NOMEM: return "out of memory";
+    case TERSE_CODEC_ERR_INTERNAL: return "internal error";
+    default: return "unknown codec status";
+    }
+}
+
+const char *kind_name(CollKind k) {
+    switch (k) {
+    case CollKind::Allreduce: return "allreduce";
+    case CollKind::ReduceScatterBlock: return "reduce-scatter";
+    case CollKind::Allgather: return "allgather";
+    }
+    return "collective";
+}
+
+}  // namespace
+
+OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan)
+    : env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_size(args.dtype)) {
+    if (env_.codec) {
+        desc_ = env_.codec->desc();
+        inst_ = env_.codec->get();
+        codec_id_ = env_.codec->plugin()->id;
+        lossless_ = desc_->flags & TERSE_CODEC_FLAG_LOSSLESS;
+        mode_ = desc_->mode;
+        // The reference codec's payload is the elements themselves: the
+        // engine sends raw frames and reduces straight from receive buffers.
+        identity_ = lossless_ && mode_ == TERSE_REDUCE_RECOMPRESS && std::strcmp(desc_->name, "none") == 0;
+    } else {
+        identity_ = true;
+    }
+    input_ = args_.sendbuf;
+    t_start_ = now_seconds();
+}
+
+OpBase::~OpBase() {
+    if (agree_req_.active) env_.control->wait(&agree_req_);
+    if (close_req_.active) env_.control->wait(&close_req_);
+    if (!accounted_) account();
+}
+
+size_t OpBase::input_count() const {
+    return args_.kind == CollKind::ReduceScatterBlock ? args_.count * size_t(n_) : args_.count;
+}
+
+size_t OpBase::frame_capacity(size_t n) const {
+    size_t raw = n * esize_;
+    size_t enc = (identity_ || !desc_) ? raw : desc_->max_encoded_size(inst_, n);
+    return kFrameHeaderSize + (enc > raw ? enc : raw);
+}
+
+Status OpBase::start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control) {
+    own_link_ = std::move(own_link);
+    own_control_ = std::move(own_control);
+    if (own_link_) env_.link = own_link_.get();
+    if (own_control_) env_.control = own_control_.get();
+
+    frame_cap_ = frame_capacity(plan_.chunk_elems);
+    pool_.init(frame_cap_);
+    Status s = scratch_a_.reserve(plan_.chunk_elems * esize_);
+    if (s == TERSE_OK) s = scratch_b_.reserve(plan_.chunk_elems * esize_);
+    if (s == TERSE_OK) s = scratch_frame_.reserve(frame_cap_);
+    if (s == TERSE_OK) s = setup_feedback();
+    if (s != TERSE_OK) return s;
+
+    if (env_.verify && args_.kind == CollKind::Allreduce && args_.count > 0 && env_.control) {
+        try {
+            verifier_ = std::make_unique<Verifier>(env_.control);
+        } catch (const std::bad_alloc &) {
+            return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting verification");
+        }
+        s = verifier_->start(args_.sendbuf, args_.count, args_.dtype, args_.op);
+        if (s != TERSE_OK) return s;
+    }
+
+    if (mode_ == TERSE_REDUCE_SUMMABLE && !identity_ && plan_.schedule != Schedule::Trivial) {
+        s = start_stats_agreement();
+        if (s != TERSE_OK) return s;
+        stage_ = Stage::Agree;
+        return TERSE_OK;
+    }
+    stage_ = Stage::Body;
+    return begin();
+}
+
+Status OpBase::setup_feedback() {
+    if (!env_.feedback || !env_.residuals || lossless_ || identity_ || !dtype_is_float(args_.dtype) ||
+        plan_.schedule == Schedule::Trivial)
+        return TERSE_OK;
+    const size_t cnt = input_count();
+    const void *key = args_.in_place ? args_.recvbuf : args_.sendbuf;
+    void *res = env_.residuals->acquire(key, cnt, args_.dtype);
+    if (!res) return TERSE_OK;  // over the store's budget (logged there)
+    Status s = adjusted_.reserve(cnt * esize_);
+    if (s != TERSE_OK) return s;
+    // The user's buffer stays untouched: the adjusted input is a copy.
+    add_out(args_.dtype, adjusted_.data(), args_.sendbuf, res, cnt);
+    std::memset(res, 0, cnt * esize_);
+    residual_ = res;
+    residual_key_ = key;
+    input_ = adjusted_.data();
+    return TERSE_OK;
+}
+
+Status OpBase::start_stats_agreement() {
+    std::vector<ChunkRef> chunks;
+    size_t total = 0;
+    try {
+        stat_chunks(&chunks, &total);
+        agreed_off_.assign(total + 1, 0);
+        std::vector<size_t> counts(total, 0);
+        for (const ChunkRef &c : chunks) counts[c.g] = c.n;
+        for (size_t g = 0; g < total; ++g)
+            agreed_off_[g + 1] = agreed_off_[g] + (desc_->stats_count ? desc_->stats_count(inst_, counts[g]) : 0);
+        agreed_.assign(agreed_off_[total] + 1, -HUGE_VAL);
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for codec statistics");
+    }
+    if (!desc_->stats || !desc_->stats_count) {
+        fail_local(TERSE_ERR_PLUGIN, "codec declares summable mode but has no stats()/stats_count()");
+    } else {
+        double t0 = now_seconds();
+        for (const ChunkRef &c : chunks) {
+            if (!c.mine || poisoned_) continue;
+            terse_codec_call_t call{};
+            call.struct_size = sizeof call;
+            call.seed = codec_stats_seed(env_.seq, c.g);
+            int rc = desc_->stats(inst_, elem(input_, c.off), c.n, &agreed_[agreed_off_[c.g]], &call);
+            if (rc != TERSE_CODEC_OK) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "codec '%s' failed computing statistics of a %zu-element chunk: %s",
+                         desc_->name, c.n, codec_status_text(rc));
+                fail_local(codec_status(rc), msg);
+            }
+        }
+        t_encode_ += now_seconds() - t0;
+    }
+    // Last slot: 0, or 1 + the rank that failed (MAX keeps one of them).
+    agreed_.back() = poisoned_ ? double(r_) + 1.0 : 0.0;
+    return env_.control->iallreduce(agreed_.data(), agreed_.data(), agreed_.size(), TERSE_DTYPE_FLOAT64,
+                                    TERSE_OP_MAX, &agree_req_);
+}
+
+void OpBase::apply_agreement() {
+    double flag = agreed_.back();
+    if (flag > 0 && !poisoned_) fail_remote(uint32_t(flag) - 1);
+}
+
+Status OpBase::progress(bool *done) {
+    *done = false;
+    if (stage_ == Stage::Done) {
+        *done = true;
+        return final_status();
+    }
+    if (stage_ == Stage::Agree) {
+        Status s = TERSE_OK;
+        if (!env_.control->test(&agree_req_, &s)) return TERSE_OK;
+        if (s != TERSE_OK) return finish_fatal(s);
+        apply_agreement();
+        stage_ = Stage::Body;
+        s = begin();
+        if (s != TERSE_OK) return finish_fatal(s);
+    }
+    if (stage_ == Stage::Body) {
+        bool body_done = false;
+        Status s = body(&body_done);
+        if (s != TERSE_OK) return finish_fatal(s);
+        if (!body_done) return TERSE_OK;
+        stage_ = Stage::Finish;
+        // A rank can fail on a message it does not forward (the last step
+        // of a ring or an exchange, or gather's final decode), where poison
+        // frames can no longer reach the others.  With a real codec that
+        // can happen in decode, so the ranks agree on the outcome with one
+        // small allreduce; the lossless path skips it (its only late failure
+        // is a corrupt frame, which MPI's error handler reports).
+        if (!identity_ && n_ > 1 && plan_.schedule != Schedule::Trivial && env_.control) {
+            close_flag_ = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
+            Status s = env_.control->iallreduce(&close_flag_, &close_flag_, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX,
+                                                &close_req_);
+            if (s != TERSE_OK) return finish_fatal(s);
+            stage_ = Stage::Close;
+        }
+    }
+    if (stage_ == Stage::Close) {
+        Status s = TERSE_OK;
+        if (!env_.control->test(&close_req_, &s)) return TERSE_OK;
+        if (s != TERSE_OK) return finish_fatal(s);
+        if (close_flag_ > 0 && !poisoned_) fail_remote(uint32_t(close_flag_) - 1);
+        stage_ = Stage::Finish;
+    }
+    if (stage_ == Stage::Finish) {
+        if (verifier_) {
+            Status s = TERSE_OK;
+            if (!verifier_->test(&s)) return TERSE_OK;
+            if (s != TERSE_OK) return finish_fatal(s);
+            if (!poisoned_) verifier_->record(args_.recvbuf, env_.stats);
+        }
+        *done = true;
+        return finish_ok();
+    }
+    *done = true;
+    return final_status();
+}
+
+Status OpBase::finish_ok() {
+    account();
+    if (poisoned_ && residual_key_) {
+        env_.residuals->drop(residual_key_);
+        residual_ = nullptr;
+        residual_key_ = nullptr;
+    }
+    stage_ = Stage::Done;
+    return final_status();
+}
+
+Status OpBase::finish_fatal(Status s) {
+    std::string msg = last_error();
+    account();
+    if (residual_key_) {
+        env_.residuals->drop(residual_key_);
+        residual_ = nullptr;
+        residual_key_ = nullptr;
+    }
+    // A fatal error outranks a poisoned state: report it as this rank's own.
+    poisoned_ = true;
+    local_failure_ = true;
+    fail_status_ = s;
+    fail_msg_ = msg;
+    stage_ = Stage::Done;
+    return final_status();
+}
+
+Status OpBase::final_status() {
+    if (!poisoned_) return TERSE_OK;
+    if (local_failure_) return set_error(fail_status_, "%s", fail_msg_.c_str());
+    return set_error(TERSE_ERR_REMOTE,
+                     "terse %s on communicator '%s' failed on rank %u (see that rank's error message); "
+                     "this rank's result is undefined",
+                     kind_name(args_.kind), env_.comm_name.c_str(), fail_origin_);
+}
+
+void OpBase::account() {
+    if (accounted_ || !env_.stats) return;
+    accounted_ = true;
+    terse_comm_stats_t &c = env_.stats->c;
+    double total = now_seconds() - t_start_;
+    c.bytes_wire += wire_;
+    c.bytes_wire_raw += wire_raw_;
+    c.chunks_raw += raw_chunks_;
+    c.seconds_total += total;
+    c.seconds_encode += t_encode_;
+    c.seconds_decode += t_decode_;
+    double wait = total - t_encode_ - t_decode_;
+    c.seconds_wait += wait > 0 ? wait : 0;
+}
+
+void OpBase::note_send(const uint8_t *frame, size_t len) {
+    uint64_t count;
+    std::memcpy(&count, frame + 16, sizeof count);
+    wire_ += len;
+    wire_raw_ += kFrameHeaderSize + count * esize_;
+    if ((frame[6] & FRAME_RAW) && !identity_) ++raw_chunks_;
+}
+
+// ---------------------------------------------------------------- frames
+
+terse_codec_call_t OpBase::call_for(size_t g) const {
+    terse_codec_call_t call{};
+    call.struct_size = sizeof call;
+    if (mode_ == TERSE_REDUCE_SUMMABLE && g + 1 < agreed_off_.size()) call.agreed_stats = &agreed_[agreed_off_[g]];
+    call.seed = codec_call_seed(env_.ctx_id, env_.seq, g, n_, r_);
+    return call;
+}
+
+size_t OpBase::seal_raw(const void *src, size_t n, uint8_t *frame, uint32_t contributors) {
+    uint8_t *payload = frame + kFrameHeaderSize;
+    if (src != payload && n) std::memcpy(payload, src, n * esize_);
+    return frame_seal(frame, args_.dtype, FRAME_RAW, 0, contributors, n, n * esize_);
+}
+
+size_t OpBase::seal_poison(uint8_t *frame, size_t n) {
+    return frame_seal(frame, args_.dtype, FRAME_POISON, 0, fail_origin_, n, 0);
+}
+
+size_t OpBase::encode_frame(const void *src, size_t n, size_t g, uint8_t *frame, uint32_t contributors) {
+    if (poisoned_) return seal_poison(frame, n);
+    if (identity_) return seal_raw(src, n, frame, contributors);
+    double t0 = now_seconds();
+    size_t len = 0;
+    terse_codec_call_t call = call_for(g);
+    int rc = desc_->encode(inst_, src, n, frame + kFrameHeaderSize, frame_cap_ - kFrameHeaderSize, &len, &call);
+    t_encode_ += now_seconds() - t0;
+    if (rc == TERSE_CODEC_RAW) return seal_raw(src, n, frame, contributors);
+    if (rc != TERSE_CODEC_OK || len > frame_cap_ - kFrameHeaderSize) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "codec '%s' failed to encode a chunk of %zu %s elements: %s", desc_->name, n,
+                 dtype_name(args_.dtype), rc == TERSE_CODEC_OK ? "payload larger than its buffer" : codec_status_text(rc));
+        fail_local(rc == TERSE_CODEC_OK ? TERSE_ERR_PLUGIN : codec_status(rc), msg);
+        return seal_poison(frame, n);
+    }
+    return frame_seal(frame, args_.dtype, 0, codec_id_, contributors, n, len);
+}
+
+bool OpBase::open_frame(const uint8_t *buf, size_t len, size_t n, int peer, FrameInfo *fi) {
+    if (poisoned_) return false;
+    Status s = frame_open(buf, len, args_.dtype, codec_id_, n, peer, fi);
+    if (s != TERSE_OK) {
+        fail_local(s, last_error());
+        return false;
+    }
+    if (fi->flags & FRAME_POISON) {
+        fail_remote(fi->contributors);
+        return false;
+    }
+    return true;
+}
+
+FrameInfo OpBase::trusted_info(const uint8_t *frame, size_t len) {
+    FrameInfo fi{};
+    fi.dtype = static_cast<terse_dtype_t>(frame[5]);
+    fi.flags = frame[6];
+    std::memcpy(&fi.codec_id, frame + 8, 4);
+    std::memcpy(&fi.contributors, frame + 12, 4);
+    std::memcpy(&fi.count, frame + 16, 8);
+    fi.payload_len = len - kFrameHeaderSize;
+    fi.payload = frame + kFrameHeaderSize;
+    return fi;
+}
+
+bool OpBase::decode_frame(const FrameInfo &fi, size_t g, void *dst, size_t n, bool accumulate) {
+    if (poisoned_) return false;
+    double t0 = now_seconds();
+    bool ok = true;
+    if (fi.flags & FRAME_RAW) {
+        if (accumulate) reduce_inplace(args_.dtype, args_.op, dst, fi.payload, n);
+        else if (dst != fi.payload && n) std::memmove(dst, fi.payload, n * esize_);
+    } else {
+        terse_codec_call_t call = call_for(g);
+        int rc = desc_->decode(inst_, fi.payload, fi.payload_len, dst, n, accumulate ? 1 : 0, args_.op, &call);
+        if (rc != TERSE_CODEC_OK) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "codec '%s' failed to decode a %llu-byte payload of %zu elements: %s",
+                     desc_->name, (unsigned long long)fi.payload_len, n, codec_status_text(rc));
+            fail_local(codec_status(rc), msg);
+            ok = false;
+        }
+    }
+    t_decode_ += now_seconds() - t0;
+    return ok;
+}
+
+void OpBase::timed_reduce_out(void *dst, const void *a, const void *b, size_t n) {
+    double t0 = now_seconds();
+    reduce_out(args_.dtype, args_.op, dst, a, b, n);
+    t_decode_ += now_seconds() - t0;
+}
+
+// ---------------------------------------------------------------- failures
+
+void OpBase::fail_local(Status s, const char *msg) {
+    if (poisoned_) return;
+    poisoned_ = true;
+    local_failure_ = true;
+    fail_status_ = s;
+    fail_msg_ = msg;
+    fail_origin_ = uint32_t(r_);
+    TERSE_LOG_DEBUG("%s on '%s' poisoned locally: %s", kind_name(args_.kind), env_.comm_name.c_str(), msg);
+}
+
+void OpBase::fail_remote(uint32_t origin) {
+    if (poisoned_) return;
+    poisoned_ = true;
+    fail_origin_ = origin;
+}
+
+// ---------------------------------------------------------------- feedback
+
+void OpBase::record_error(size_t off, const void *intended, const void *represented, size_t n) {
+    if (!residual_ || poisoned_) return;
+    accumulate_difference(args_.dtype, elem(residual_, off), intended, represented, n);
+}
+
+void OpBase::record_error_frame(size_t off, const void *intended, const uint8_t *frame, size_t len, size_t g,
+                                size_t n) {
+    if (!residual_ || poisoned_) return;
+    FrameInfo fi = trusted_info(frame, len);
+    if (fi.flags & FRAME_POISON) return;
+    if (fi.flags & FRAME_RAW) return;  // raw is exact: no error
+    if (decode_frame(fi, g, scratch_b_.data(), n, false)) record_error(off, intended, scratch_b_.data(), n);
+}
+
+}  // namespace terse

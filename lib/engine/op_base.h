@@ -1,0 +1,210 @@
+// Internal to the engine: what every operation (ring, gather, recursive
+// doubling, trivial) shares — the codec seen as "frames", the poisoned mode
+// that keeps a failed operation's schedule going, error feedback, agreement
+// on codec statistics (summable codecs), verification and statistics.
+#pragma once
+
+#include "engine/chunk_plan.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "codec/frame.h"
+#include "engine/ports.h"
+#include "engine/planner.h"
+#include "codec/registry.h"
+#include "util/scratch.h"
+#include "engine/stats.h"
+#include "util/status.h"
+
+#include <terse/codec.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace terse {
+
+class FeedbackStore;
+class Verifier;
+
+// Everything an operation needs from its communicator, so that operations
+// can also run on simulated ranks in unit tests.
+struct EngineEnv {
+    int rank = 0;
+    int size = 1;
+    uint32_t ctx_id = 0;
+    uint32_t seq = 0;
+    bool verify = false;                 // TERSE_VERIFY
+    CodecInstance *codec = nullptr;      // for the call's dtype
+    bool feedback = false;
+    FeedbackStore *residuals = nullptr;  // non-null when feedback is on
+    Stats *stats = nullptr;
+    Link *link = nullptr;
+    Control *control = nullptr;
+    std::string comm_name;
+};
+
+// Plan and build the operation for args on env (engine.cc and tests); the
+// operation owns link/control when they are passed (else env's are used).
+Status make_operation(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args,
+                      std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
+                      std::unique_ptr<Operation> *out);
+
+// Operations of the other schedules (their own files).
+class OpBase;
+std::unique_ptr<OpBase> make_ring_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+std::unique_ptr<OpBase> make_gather_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+std::unique_ptr<OpBase> make_recursive_doubling_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+std::unique_ptr<OpBase> make_trivial_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+
+// Test hook (see engine.h): corrupt the next sends.
+bool engine_take_corruption();
+void g_corrupt_store(int count);
+
+// A frame about to be sent, or received and handed on.
+struct OutFrame {
+    const uint8_t *data = nullptr;
+    size_t len = 0;
+    uint8_t *owned = nullptr;  // pool buffer to give back once sent (or nullptr)
+};
+
+class OpBase : public Operation {
+public:
+    OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+    ~OpBase() override;
+
+    Status progress(bool *done) final;
+
+    // Send accounting (the ring stream calls it for every frame it sends).
+    void note_send(const uint8_t *frame, size_t len);
+    Link *link() const { return env_.link; }
+    const EngineEnv &env() const { return env_; }
+    FramePool &pool() { return pool_; }
+
+    // Set up everything that can fail before the first message; called once
+    // by make_operation.  A local failure here poisons the operation (it
+    // still runs its schedule) rather than returning.
+    Status start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control);
+
+protected:
+    // The algorithm: called repeatedly once statistics are agreed.  Sets
+    // *done when its last message completed.  A non-OK status is fatal
+    // (transport failure) and ends the operation at once.
+    virtual Status body(bool *done) = 0;
+    // Called once after agreement, before the first body() call.
+    virtual Status begin() { return TERSE_OK; }
+    // Every chunk whose statistics summable codecs agree on, in global
+    // order: (global index, element offset in the input, count, mine).
+    struct ChunkRef {
+        size_t g, off, n;
+        bool mine;  // this rank's input holds the chunk
+    };
+    virtual void stat_chunks(std::vector<ChunkRef> *own, size_t *total_chunks) const { *total_chunks = 0; }
+    // Elements of the call's input (for feedback and verification).
+    size_t input_count() const;
+
+    // ---- frames
+    size_t frame_capacity(size_t n) const;  // header + worst-case payload for n elements
+    size_t seal_raw(const void *src, size_t n, uint8_t *frame, uint32_t contributors);
+    size_t seal_poison(uint8_t *frame, size_t n);
+    // Encode n elements (global chunk g) into frame (capacity frame_cap_);
+    // raw when the codec says so or the codec is the identity; a poison frame
+    // when poisoned or when encoding fails (which poisons).
+    size_t encode_frame(const void *src, size_t n, size_t g, uint8_t *frame, uint32_t contributors);
+    // Validate a received frame.  False when the operation is (or becomes)
+    // poisoned: the caller then sends poison instead of data.
+    bool open_frame(const uint8_t *buf, size_t len, size_t n, int peer, FrameInfo *fi);
+    // Header of a frame this rank built or already validated.
+    static FrameInfo trusted_info(const uint8_t *frame, size_t len);
+    // dst = decoded (accumulate false) or dst = dst op decoded.
+    bool decode_frame(const FrameInfo &fi, size_t g, void *dst, size_t n, bool accumulate);
+    bool is_raw(const FrameInfo &fi) const { return fi.flags & FRAME_RAW; }
+    terse_codec_call_t call_for(size_t g) const;
+
+    // ---- failures
+    void fail_local(Status s, const char *msg);
+    void fail_remote(uint32_t origin);
+    bool poisoned() const { return poisoned_; }
+
+    // ---- error feedback
+    bool feedback_on() const { return residual_ != nullptr; }
+    // residual[off..off+n) += intended - represented
+    void record_error(size_t off, const void *intended, const void *represented, size_t n);
+    // Same, decoding the frame to find what it represents.
+    void record_error_frame(size_t off, const void *intended, const uint8_t *frame, size_t len,
+                            size_t g, size_t n);
+
+    // ---- helpers
+    uint8_t *elem(const void *base, size_t i) const {
+        return static_cast<uint8_t *>(const_cast<void *>(base)) + i * esize_;
+    }
+    void timed_reduce_out(void *dst, const void *a, const void *b, size_t n);
+    uint8_t *scratch_a() { return scratch_a_.data(); }
+    uint8_t *scratch_b() { return scratch_b_.data(); }
+    uint8_t *scratch_frame() { return scratch_frame_.data(); }
+    int mod(int x) const { return ((x % n_) + n_) % n_; }
+
+    EngineEnv env_;
+    CollArgs args_;
+    Plan plan_;
+    int n_ = 1, r_ = 0;
+    size_t esize_ = 0;
+    const terse_codec_descriptor_t *desc_ = nullptr;
+    void *inst_ = nullptr;
+    uint32_t codec_id_ = 0;
+    bool identity_ = false;  // payload == raw elements: skip the codec
+    bool lossless_ = true;
+    terse_reduce_mode_t mode_ = TERSE_REDUCE_RECOMPRESS;
+    size_t frame_cap_ = 0;   // bytes of every pool buffer
+    const void *input_ = nullptr;  // own contribution: sendbuf, or its feedback-adjusted copy
+
+    FramePool pool_;
+    ScratchBuffer scratch_a_, scratch_b_, scratch_frame_;
+
+    double t_encode_ = 0, t_decode_ = 0;
+
+private:
+    Status finish_ok();
+    Status finish_fatal(Status s);
+    Status final_status();
+    void account();
+    Status setup_feedback();
+    Status start_stats_agreement();
+    void apply_agreement();
+
+    std::unique_ptr<Link> own_link_;
+    std::unique_ptr<Control> own_control_;
+    enum class Stage { Agree, Body, Close, Finish, Done } stage_ = Stage::Agree;
+
+    bool poisoned_ = false;
+    bool local_failure_ = false;
+    Status fail_status_ = TERSE_OK;
+    std::string fail_msg_;
+    uint32_t fail_origin_ = 0;
+
+    void *residual_ = nullptr;
+    const void *residual_key_ = nullptr;
+    ScratchBuffer adjusted_;
+
+    // Summable codecs: per-chunk statistics (MAX over ranks) + failure flag.
+    std::vector<double> agreed_;
+    std::vector<size_t> agreed_off_;
+    ControlRequest agree_req_;
+    // Closing agreement (codecs that decode at the last step, see progress()).
+    double close_flag_ = 0;
+    ControlRequest close_req_;
+
+    std::unique_ptr<Verifier> verifier_;
+
+    double t_start_ = 0;
+    uint64_t wire_ = 0, wire_raw_ = 0, raw_chunks_ = 0;
+    bool accounted_ = false;
+};
+
+// Tag of message `slot` sent by comm rank src in this operation.
+inline uint64_t op_tag(const EngineEnv &env, int src, size_t slot) {
+    return make_tag(env.ctx_id, uint32_t(src), env.seq, uint32_t(slot & 0xFFFFu));
+}
+
+}  // namespace terse

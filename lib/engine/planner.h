@@ -1,0 +1,40 @@
+// The planner: which algorithm runs a collective and how its data is cut.
+// A pure function of the call's arguments (which MPI requires to match on
+// every rank), the communicator's agreed configuration and the codec, so
+// every rank picks the same schedule without talking.
+#pragma once
+
+#include "config/config.h"
+#include "engine/engine.h"
+
+#include <terse/codec.h>
+
+#include <cstddef>
+
+namespace terse {
+
+enum class Schedule {
+    Trivial,            // nothing to exchange: count 0 or a single rank
+    Ring,               // pipelined ring reduce-scatter and/or allgather
+    RecursiveDoubling,  // log2(n) full exchanges; short messages
+    Gather              // allgather of every rank's encoded input, local sum in rank order
+};
+const char *schedule_name(Schedule s);
+
+struct Plan {
+    Schedule schedule = Schedule::Trivial;
+    size_t chunk_elems = 1;  // elements per chunk (never above the codec's max_chunk_count)
+    int depth = 1;           // messages in flight per direction
+};
+
+// codec_max_chunk: the instance's setup().max_chunk_count (0 = unbounded).
+Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
+                     const terse_codec_descriptor_t *desc, size_t codec_max_chunk);
+
+// The cost model behind Algorithm::Auto, exposed for tests and tools:
+// predicted seconds for an allreduce of `bytes` bytes per rank on n ranks,
+// with per-message latency alpha (s) and inverse bandwidth beta (s/byte).
+double cost_ring(size_t bytes, int n, double alpha, double beta);
+double cost_recursive_doubling(size_t bytes, int n, double alpha, double beta);
+
+}  // namespace terse

@@ -1,0 +1,79 @@
+// The message machinery shared by every schedule: one ordered stream of
+// frames to a "right" peer and one from a "left" peer (the same peer for a
+// pairwise exchange), each with at most `depth` messages in flight.
+//
+// Send j of the stream is either a primary (j < primaries: produced from
+// local data when its turn comes) or derived from receive i = j - primaries
+// (produced when that receive is processed).  Receives are processed in
+// order as soon as they arrive and never wait for a send slot: a derived
+// frame that cannot go out yet waits in a queue, holding its pool buffer.
+// So no rank ever stops draining its left neighbour, and since every
+// dependency chain starts at a primary, the ring cannot deadlock even when
+// every message needs the receiver to have posted its receive
+// (rendezvous).  Receive i is terminal (produces nothing) when
+// primaries + i >= nsend.
+//
+// Message j carries slot j in its tag; both ends derive j from the schedule.
+#pragma once
+
+#include "engine/op_base.h"
+#include "engine/ports.h"
+#include "util/scratch.h"
+#include "util/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace terse {
+
+class StreamHandler {
+public:
+    virtual ~StreamHandler() = default;
+    // Produce primary frame j.  Must always produce a frame (poison on failure).
+    virtual void stream_primary(size_t j, OutFrame *out) = 0;
+    // Process receive i, which arrived in buf (a pool buffer, now owned by
+    // the handler) with len bytes.  out is where the derived frame goes, or
+    // nullptr when the receive is terminal.  The handler gives buf back to
+    // the pool unless it hands it on through out->owned.
+    virtual void stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) = 0;
+};
+
+class MessageStream {
+public:
+    struct Params {
+        int left = 0, right = 0;  // comm ranks
+        size_t nsend = 0, nrecv = 0, primaries = 0;
+        int depth = 1;
+        size_t slot_base = 0;     // added to message positions in tags
+    };
+    MessageStream() = default;
+    ~MessageStream();
+    MessageStream(const MessageStream &) = delete;
+    MessageStream &operator=(const MessageStream &) = delete;
+
+    Status init(OpBase *op, StreamHandler *handler, const Params &p);
+    // Advance without blocking; *done when every message completed.
+    Status progress(bool *done);
+    bool done() const { return processed_ == p_.nrecv && sent_ == p_.nsend && inflight_ == 0; }
+
+private:
+    struct SendSlot {
+        LinkRequest req;
+        uint8_t *owned = nullptr;
+        bool busy = false;
+    };
+    void cancel_all();
+
+    OpBase *op_ = nullptr;
+    StreamHandler *h_ = nullptr;
+    Params p_;
+    std::vector<SendSlot> sslots_;
+    std::vector<LinkRequest> rreqs_;
+    std::vector<uint8_t *> rbufs_;
+    std::vector<OutFrame> queue_;   // derived frames, by j - primaries
+    std::vector<uint8_t> ready_;
+    size_t posted_ = 0, processed_ = 0, sent_ = 0, inflight_ = 0;
+};
+
+}  // namespace terse

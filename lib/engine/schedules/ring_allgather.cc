@@ -1,0 +1,58 @@
+// The allgather phase of the ring (see ring_op.h): frames are encoded once
+// by the owner of a block and forwarded as bytes by everyone else.
+#include "engine/schedules/ring_op.h"
+
+#include <cstring>
+
+namespace terse {
+
+// Allgather alone, step 0: encode this rank's block and decode it into its
+// own place in recvbuf, exactly as the other ranks will.
+void RingOp::ag_primary(size_t k, OutFrame *out) {
+    const size_t b = size_t(r_);
+    const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
+    uint8_t *buf = pool().get();
+    if (!buf) {
+        static thread_local uint8_t emergency[kFrameHeaderSize];
+        fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a send buffer");
+        out->len = seal_poison(emergency, n);
+        out->data = emergency;
+        out->owned = nullptr;
+        return;
+    }
+    const uint8_t *src = own(b, k);
+    size_t len = encode_frame(src, n, g, buf, 1);
+    uint8_t *dst = result(b, k);
+    FrameInfo fi = trusted_info(buf, len);
+    if (!(fi.flags & FRAME_POISON)) {
+        if (feedback_on() && !(fi.flags & FRAME_RAW)) {
+            uint8_t *tmp = scratch_b();
+            if (decode_frame(fi, g, tmp, n, false)) {
+                record_error(k * plan_chunks_.chunk, src, tmp, n);
+                std::memcpy(dst, tmp, n * esize_);
+            }
+        } else {
+            decode_frame(fi, g, dst, n, false);
+        }
+    }
+    out->data = buf;
+    out->len = len;
+    out->owned = buf;
+}
+
+void RingOp::ag_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out) {
+    const size_t n = plan_chunks_.chunk_len(m.block, m.chunk), g = plan_chunks_.global(m.block, m.chunk);
+    FrameInfo fi;
+    if (!open_frame(buf, len, n, mod(r_ - 1), &fi) || !decode_frame(fi, g, result(m.block, m.chunk), n, false))
+        return poison_out(buf, n, out);
+    if (!out) {
+        pool().put(buf);
+        return;
+    }
+    // Forward the bytes as they came: no re-encoding on the way round.
+    out->data = buf;
+    out->len = len;
+    out->owned = buf;
+}
+
+}  // namespace terse

@@ -1,0 +1,106 @@
+// RingOp: schedule construction and the composition of the two phases.
+#include "engine/schedules/ring_op.h"
+
+#include <cstring>
+#include <new>
+
+namespace terse {
+
+RingOp::RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan) : OpBase(env, args, plan) {
+    has_rs_ = args.kind != CollKind::Allgather;
+    has_ag_ = args.kind != CollKind::ReduceScatterBlock;
+    if (args.kind == CollKind::Allreduce) plan_chunks_.build_even(args.count, n_, plan.chunk_elems);
+    else plan_chunks_.build_fixed(args.count, n_, plan.chunk_elems);
+    if (args.kind == CollKind::ReduceScatterBlock) {
+        // In place, the input is recvbuf[count * n] and the result goes to its
+        // first block; block 0 is still input until the very end, so the
+        // result is built in block r's own place and moved at the end.
+        rs_dst_ = static_cast<uint8_t *>(args.recvbuf) +
+                  (args.in_place ? size_t(r_) * args.count * esize_ : 0);
+    }
+}
+
+const uint8_t *RingOp::own(size_t b, size_t k) const {
+    if (args_.kind == CollKind::Allgather) return elem(input_, k * plan_chunks_.chunk);
+    return elem(input_, plan_chunks_.chunk_off(b, k));
+}
+
+uint8_t *RingOp::result(size_t b, size_t k) const { return elem(args_.recvbuf, plan_chunks_.chunk_off(b, k)); }
+
+void RingOp::stat_chunks(std::vector<ChunkRef> *chunks, size_t *total) const {
+    *total = plan_chunks_.total_chunks;
+    chunks->clear();
+    chunks->reserve(*total);
+    for (size_t b = 0; b < plan_chunks_.blocks.size(); ++b)
+        for (size_t k = 0; k < plan_chunks_.blocks[b].nchunks; ++k) {
+            // An allgather contributes only its own block; the others are
+            // filled by their owners (the rest of the vector is -inf).
+            bool mine = args_.kind != CollKind::Allgather || int(b) == r_;
+            size_t off = args_.kind == CollKind::Allgather ? k * plan_chunks_.chunk : plan_chunks_.chunk_off(b, k);
+            chunks->push_back({plan_chunks_.global(b, k), off, plan_chunks_.chunk_len(b, k), mine});
+        }
+}
+
+Status RingOp::begin() {
+    MessageStream::Params p;
+    p.left = mod(r_ - 1);
+    p.right = mod(r_ + 1);
+    p.depth = plan_.depth;
+    auto nch = [&](int b) { return plan_chunks_.blocks[size_t(mod(b))].nchunks; };
+    try {
+        if (has_rs_)
+            for (int s = 0; s <= n_ - 2; ++s) {
+                int b = mod(r_ - s - 2);
+                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({false, s == n_ - 2, uint32_t(b), k});
+                p.nsend += nch(r_ - s - 1);
+            }
+        if (has_ag_)
+            for (int s = 0; s <= n_ - 2; ++s) {
+                int b = mod(r_ - s - 1);
+                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({true, s == n_ - 2, uint32_t(b), k});
+                p.nsend += nch(r_ - s);
+            }
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory planning the ring");
+    }
+    p.nrecv = recvs_.size();
+    p.primaries = has_rs_ ? nch(r_ - 1) : nch(r_);
+    return stream_.init(this, this, p);
+}
+
+Status RingOp::body(bool *done) {
+    Status s = stream_.progress(done);
+    if (s != TERSE_OK || !*done) return s;
+    if (args_.kind == CollKind::ReduceScatterBlock && args_.in_place && r_ != 0 && !poisoned())
+        std::memmove(args_.recvbuf, rs_dst_, args_.count * esize_);
+    return TERSE_OK;
+}
+
+void RingOp::stream_primary(size_t j, OutFrame *out) {
+    if (has_rs_) rs_primary(j, out);
+    else ag_primary(j, out);
+}
+
+void RingOp::stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) {
+    const Msg &m = recvs_[i];
+    if (m.ag) ag_received(m, buf, len, out);
+    else rs_received(m, buf, len, out);
+}
+
+void RingOp::poison_out(uint8_t *buf, size_t n, OutFrame *out) {
+    if (!out) {
+        pool().put(buf);
+        return;
+    }
+    out->len = seal_poison(buf, n);
+    out->data = buf;
+    out->owned = buf;
+}
+
+}  // namespace terse
+
+namespace terse {
+std::unique_ptr<OpBase> make_ring_op(const EngineEnv &env, const CollArgs &args, const Plan &plan) {
+    return std::make_unique<RingOp>(env, args, plan);
+}
+}  // namespace terse

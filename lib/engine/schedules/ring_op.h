@@ -1,0 +1,72 @@
+// The pipelined ring.  Reduce-scatter and allgather are two phases of one
+// message stream per direction; an allreduce is their composition (the
+// reduce-scatter's last hop produces the allgather's first frames), a
+// reduce-scatter or an allgather is one phase alone.
+//
+// Rank r, n ranks, blocks b = 0..n-1 (chunk_plan.h), steps s = 0..n-2:
+//   reduce-scatter: send block r-s-1 to r+1, receive block r-s-2 from r-1
+//                   and reduce it with the own block; after step n-2 rank r
+//                   holds block r reduced over all ranks.
+//   allgather:      send block r-s, receive block r-s-1; each rank encodes
+//                   its own block once and every other rank forwards those
+//                   bytes unchanged.  The owner decodes its own frames too,
+//                   so every rank ends with the same bits even for lossy
+//                   codecs.
+// Reduction modes at a reduce-scatter hop:
+//   recompress: acc = own + decode(in), encode(acc) for the next hop;
+//   summable:   combine(in, encode(own)) in the code domain;
+//   raw frames (incompressible or non-finite chunks) are reduced as
+//   elements and stay raw.
+#pragma once
+
+#include "engine/chunk_plan.h"
+#include "engine/op_base.h"
+#include "engine/schedules/message_stream.h"
+
+#include <vector>
+
+namespace terse {
+
+class RingOp final : public OpBase, public StreamHandler {
+public:
+    RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+
+protected:
+    Status begin() override;
+    Status body(bool *done) override;
+    void stat_chunks(std::vector<ChunkRef> *chunks, size_t *total) const override;
+
+    void stream_primary(size_t j, OutFrame *out) override;
+    void stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) override;
+
+private:
+    struct Msg {
+        bool ag;        // allgather phase (else reduce-scatter)
+        bool last;      // step n-2
+        uint32_t block;
+        size_t chunk;
+    };
+
+    // ring_reduce_scatter.cc
+    void rs_primary(size_t k, OutFrame *out);
+    void rs_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out);
+    void rs_recompress(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutFrame *out);
+    void rs_summable(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutFrame *out);
+    // The reduced block r chunk k in frame f: decode it where the result goes.
+    void rs_deliver(size_t k, const uint8_t *frame, size_t len, const void *acc);
+    // ring_allgather.cc
+    void ag_primary(size_t k, OutFrame *out);
+    void ag_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out);
+
+    void poison_out(uint8_t *buf, size_t n, OutFrame *out);
+    const uint8_t *own(size_t b, size_t k) const;   // own contribution of chunk (b, k)
+    uint8_t *result(size_t b, size_t k) const;      // where the result of chunk (b, k) goes
+
+    bool has_rs_ = false, has_ag_ = false;
+    ChunkPlan plan_chunks_;
+    std::vector<Msg> recvs_;
+    uint8_t *rs_dst_ = nullptr;  // reduce-scatter result (block r)
+    MessageStream stream_;
+};
+
+}  // namespace terse

@@ -1,0 +1,161 @@
+// The reduce-scatter phase of the ring (see ring_op.h).
+#include "engine/schedules/ring_op.h"
+
+#include "engine/reduce_kernels.h"
+
+#include <cstring>
+
+namespace terse {
+
+// Step 0: this rank's own chunk of block r-1, encoded once.
+void RingOp::rs_primary(size_t k, OutFrame *out) {
+    const size_t b = size_t(mod(r_ - 1));
+    const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
+    uint8_t *buf = pool().get();
+    if (!buf) {
+        // Out of memory mid-stream: the schedule must still go on, so send a
+        // header-only poison frame from static storage.
+        static thread_local uint8_t emergency[kFrameHeaderSize];
+        fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a send buffer");
+        out->len = seal_poison(emergency, n);
+        out->data = emergency;
+        out->owned = nullptr;
+        return;
+    }
+    const uint8_t *src = own(b, k);
+    size_t len = encode_frame(src, n, g, buf, 1);
+    record_error_frame(plan_chunks_.chunk_off(b, k), src, buf, len, g, n);
+    out->data = buf;
+    out->len = len;
+    out->owned = buf;
+}
+
+void RingOp::rs_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out) {
+    const size_t n = plan_chunks_.chunk_len(m.block, m.chunk);
+    FrameInfo fi;
+    if (!open_frame(buf, len, n, mod(r_ - 1), &fi)) return poison_out(buf, n, out);
+    if (mode_ == TERSE_REDUCE_SUMMABLE && !identity_) rs_summable(m, fi, buf, out);
+    else rs_recompress(m, fi, buf, out);
+}
+
+void RingOp::rs_deliver(size_t k, const uint8_t *frame, size_t len, const void *acc) {
+    const size_t b = size_t(r_);
+    const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
+    uint8_t *dst = result(b, k);
+    FrameInfo fi = trusted_info(frame, len);
+    if (fi.flags & FRAME_POISON) return;
+    decode_frame(fi, g, dst, n, false);
+    if (acc) record_error(plan_chunks_.chunk_off(b, k), acc, dst, n);
+}
+
+void RingOp::rs_recompress(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutFrame *out) {
+    const size_t b = m.block, k = m.chunk;
+    const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
+    const size_t off = plan_chunks_.chunk_off(b, k);
+    const uint8_t *mine = own(b, k);
+    const uint32_t contributors = fi.contributors + 1;
+
+    if (!out) {
+        // Reduce-scatter alone, last hop: the result stays on this rank and
+        // needs no encoding.
+        uint8_t *dst = rs_dst_ + k * plan_chunks_.chunk * esize_;
+        if (is_raw(fi)) {
+            timed_reduce_out(dst, mine, fi.payload, n);
+        } else {
+            std::memmove(dst, mine, n * esize_);
+            decode_frame(fi, g, dst, n, true);
+        }
+        pool().put(buf);
+        return;
+    }
+
+    if (identity_ && is_raw(fi)) {
+        // Lossless fast path: reduce straight out of the receive buffer into
+        // the frame that goes on (the same buffer), one pass over the data.
+        uint8_t *payload = buf + kFrameHeaderSize;
+        timed_reduce_out(payload, mine, payload, n);
+        out->len = frame_seal(buf, args_.dtype, FRAME_RAW, 0, contributors, n, n * esize_);
+        out->data = buf;
+        out->owned = buf;
+        if (m.last) std::memcpy(result(b, k), payload, n * esize_);
+        return;
+    }
+
+    uint8_t *acc = scratch_a();
+    std::memcpy(acc, mine, n * esize_);
+    if (!decode_frame(fi, g, acc, n, true)) return poison_out(buf, n, out);
+    // The incoming frame is consumed: its buffer carries the next one.
+    size_t len = encode_frame(acc, n, g, buf, contributors);
+    out->data = buf;
+    out->len = len;
+    out->owned = buf;
+    if (m.last) rs_deliver(k, buf, len, acc);
+    else record_error_frame(off, acc, buf, len, g, n);
+}
+
+void RingOp::rs_summable(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutFrame *out) {
+    const size_t b = m.block, k = m.chunk;
+    const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
+    const size_t off = plan_chunks_.chunk_off(b, k);
+    const uint8_t *mine = own(b, k);
+    const uint32_t contributors = fi.contributors + 1;
+
+    // This rank's chunk, encoded once with the agreed statistics.
+    uint8_t *of = scratch_frame();
+    size_t olen = encode_frame(mine, n, g, of, 1);
+    record_error_frame(off, mine, of, olen, g, n);
+    if (poisoned()) return poison_out(buf, n, out);
+    FrameInfo ofi = trusted_info(of, olen);
+
+    uint8_t *nb = pool().get();
+    if (!nb) {
+        fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a frame buffer");
+        return poison_out(buf, n, out);
+    }
+    size_t len = 0;
+    bool combined = false;
+    if (!is_raw(fi) && !is_raw(ofi)) {
+        double t0 = now_seconds();
+        size_t plen = 0;
+        terse_codec_call_t call = call_for(g);
+        int rc = desc_->combine(inst_, fi.payload, fi.payload_len, int(fi.contributors), ofi.payload,
+                                ofi.payload_len, 1, n, nb + kFrameHeaderSize, frame_cap_ - kFrameHeaderSize, &plen,
+                                &call);
+        t_decode_ += now_seconds() - t0;
+        if (rc == TERSE_CODEC_OK) {
+            len = frame_seal(nb, args_.dtype, 0, codec_id_, contributors, n, plen);
+            combined = true;
+        } else if (rc != TERSE_CODEC_RAW) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements (status %d)",
+                     desc_->name, n, rc);
+            fail_local(TERSE_ERR_PLUGIN, msg);
+            pool().put(nb);
+            return poison_out(buf, n, out);
+        }
+    }
+    if (!combined) {
+        // A raw side (incompressible or non-finite chunk): the sum is
+        // computed on elements and stays raw from here on.
+        uint8_t *acc = scratch_a();
+        if (!decode_frame(fi, g, acc, n, false) || !decode_frame(ofi, g, nb + kFrameHeaderSize, n, false)) {
+            pool().put(nb);
+            return poison_out(buf, n, out);
+        }
+        timed_reduce_out(nb + kFrameHeaderSize, acc, nb + kFrameHeaderSize, n);
+        len = frame_seal(nb, args_.dtype, FRAME_RAW, 0, contributors, n, n * esize_);
+    }
+    pool().put(buf);
+    if (!out) {
+        FrameInfo rfi = trusted_info(nb, len);
+        decode_frame(rfi, g, rs_dst_ + k * plan_chunks_.chunk * esize_, n, false);
+        pool().put(nb);
+        return;
+    }
+    out->data = nb;
+    out->len = len;
+    out->owned = nb;
+    if (m.last) rs_deliver(k, nb, len, nullptr);
+}
+
+}  // namespace terse

@@ -1,0 +1,23 @@
+#include "engine/stats.h"
+
+#include <cstdio>
+
+namespace terse {
+
+std::string Stats::format() const {
+    char buf[512];
+    double ratio = c.bytes_wire ? double(c.bytes_wire_raw) / double(c.bytes_wire) : 0.0;
+    int n = snprintf(buf, sizeof buf,
+                     "intercepted=%llu passed=%llu bytes_in=%llu wire=%llu wire_raw=%llu ratio=%.2f "
+                     "raw_chunks=%llu time=%.6fs encode=%.6fs decode=%.6fs wait=%.6fs",
+                     (unsigned long long)c.calls_intercepted, (unsigned long long)c.calls_passed,
+                     (unsigned long long)c.bytes_in, (unsigned long long)c.bytes_wire,
+                     (unsigned long long)c.bytes_wire_raw, ratio, (unsigned long long)c.chunks_raw,
+                     c.seconds_total, c.seconds_encode, c.seconds_decode, c.seconds_wait);
+    if (c.max_abs_error > 0 || c.max_rel_error > 0)
+        snprintf(buf + n, sizeof buf - n, " max_abs_err=%.3g max_rel_err=%.3g", c.max_abs_error,
+                 c.max_rel_error);
+    return buf;
+}
+
+}  // namespace terse

@@ -1,0 +1,234 @@
+// Per-communicator state: creation, configuration resolution, collective
+// agreement and codec instantiation.  See comm_state.h for the life cycle.
+#include "runtime/comm_state.h"
+
+#include "engine/engine.h"
+#include "engine/error_feedback.h"
+#include "util/log.h"
+#include "runtime/runtime_internal.h"
+
+#include <cinttypes>
+#include <cstring>
+#include <new>
+
+namespace terse {
+
+CommState::CommState(MPI_Comm c) { bind(c); }
+
+CommState::CommState(const CommState &parent, inherit_tag)
+    : info_overrides(parent.info_overrides), api_overrides(parent.api_overrides) {}
+
+CommState::~CommState() { runtime_ctx_release(ctx_id); }
+
+void CommState::bind(MPI_Comm c) {
+    comm = c;
+    PMPI_Comm_rank(c, &rank);
+    PMPI_Comm_size(c, &size);
+    int inter = 0;
+    PMPI_Comm_test_inter(c, &inter);
+    is_inter = inter != 0;
+    world_rank_of.assign(size, -1);
+    if (!is_inter) {
+        // Translate every comm rank to its MPI_COMM_WORLD rank once, so the
+        // engine addresses transport endpoints without MPI calls.
+        MPI_Group g, wg;
+        PMPI_Comm_group(c, &g);
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+        std::vector<int> ranks(size);
+        for (int i = 0; i < size; ++i) ranks[i] = i;
+        PMPI_Group_translate_ranks(g, size, ranks.data(), wg, world_rank_of.data());
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+    }
+    char buf[MPI_MAX_OBJECT_NAME] = {0};
+    int len = 0;
+    PMPI_Comm_get_name(c, buf, &len);
+    name.assign(buf, len);
+    reresolve();
+}
+
+std::string CommState::describe() const {
+    return (name.empty() ? std::string("(unnamed)") : "'" + name + "'") + " of size " +
+           std::to_string(size);
+}
+
+void CommState::reresolve() {
+    ready = false;
+    config_status = TERSE_OK;
+    config_error.clear();
+    CommConfig cfg = runtime_env_defaults();
+    Status s = TERSE_OK;
+    if (const ConfigFile *file = runtime_config_file()) s = file->apply(name, &cfg);
+    for (auto it = info_overrides.begin(); s == TERSE_OK && it != info_overrides.end(); ++it)
+        s = config_apply(&cfg, it->first, it->second, "MPI_Info key terse_" + it->first);
+    if (s == TERSE_OK) s = config_apply_overrides(api_overrides, &cfg);
+    if (s != TERSE_OK) {
+        // Reported at the next collective on this communicator, on every
+        // rank, through the agreement step: a local error must not make
+        // this rank take a different path than the others.
+        config_status = s;
+        config_error = last_error();
+    }
+    config = cfg;
+}
+
+namespace {
+
+// Local half of comm_state_ready: parse the codec and create its instances
+// for every datatype it supports.  Anything that can fail locally fails
+// here, before the agreement, so that all ranks learn of it together.
+Status prepare_codec(CommState *st) {
+    st->codec_params.reset();
+    for (auto &c : st->codec) c.reset();
+    if (!st->config.enable) return TERSE_OK;
+    Registry &reg = Registry::instance();
+    Status s = reg.parse_params(st->config.codec, &st->codec_params);
+    if (s != TERSE_OK) return s;
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    for (int dt = 1; dt < TERSE_DTYPE_MAX_; ++dt) {
+        if (!(d->dtypes & TERSE_DTYPE_BIT(dt))) continue;
+        size_t esize = dtype_size(static_cast<terse_dtype_t>(dt));
+        terse_codec_setup_t setup{};
+        setup.struct_size = sizeof setup;
+        setup.dtype = static_cast<terse_dtype_t>(dt);
+        setup.mem_kind = TERSE_MEM_HOST;
+        setup.nranks = st->size;
+        setup.max_chunk_count = (st->config.chunk_bytes + esize - 1) / esize;
+        s = reg.create(*st->codec_params, setup, &st->codec[dt]);
+        if (s != TERSE_OK) return s;
+    }
+    bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
+    if (lossless)
+        st->feedback = false;
+    else if (st->config.feedback >= 0)
+        st->feedback = st->config.feedback == 1;
+    else
+        st->feedback = st->codec_params->feedback_default();
+    if (st->feedback && !st->residuals) st->residuals = std::make_unique<FeedbackStore>();
+    if (!st->feedback) st->residuals.reset();
+    return TERSE_OK;
+}
+
+// Names the first setting that differs between rank 0 and the first rank
+// whose configuration differs from it, the same text on every rank, so the
+// error says what to fix.  Collective; runs only on the error path.
+std::string describe_mismatch(CommState *st) {
+    std::vector<uint64_t> hashes(st->size);
+    uint64_t h = st->config.hash();
+    PMPI_Allgather(&h, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, st->comm);
+    int other = 1;
+    while (other < st->size && hashes[other] == hashes[0]) ++other;
+    if (other == st->size) return "configuration hashes differ";  // not reached: some rank differs
+    auto bcast_text = [st](int root) {
+        std::string text = st->config.canonical();
+        int len = static_cast<int>(text.size());
+        PMPI_Bcast(&len, 1, MPI_INT, root, st->comm);
+        text.resize(len);
+        PMPI_Bcast(text.data(), len, MPI_CHAR, root, st->comm);
+        return text;
+    };
+    std::string a = bcast_text(0), b = bcast_text(other);
+    // Compare word by word ("key=value" separated by spaces).
+    size_t pa = 0, pb = 0;
+    while (pa < a.size() || pb < b.size()) {
+        size_t ea = a.find(' ', pa), eb = b.find(' ', pb);
+        std::string wa = a.substr(pa, ea == std::string::npos ? std::string::npos : ea - pa);
+        std::string wb = b.substr(pb, eb == std::string::npos ? std::string::npos : eb - pb);
+        if (wa != wb)
+            return "rank 0 has '" + wa + "' but rank " + std::to_string(other) + " has '" + wb + "'";
+        if (ea == std::string::npos || eb == std::string::npos) break;
+        pa = ea + 1;
+        pb = eb + 1;
+    }
+    return "rank 0 has '" + a + "' but rank " + std::to_string(other) + " has '" + b + "'";
+}
+
+// Pick the lowest id free on every member (used = OR of the members' masks),
+// claim it, and confirm collectively; retry with fresh masks if a concurrent
+// context creation on some member took the id first.
+Status agree_ctx_id(CommState *st, const uint64_t *used) {
+    std::vector<uint64_t> mask(used, used + kCtxMaskWords);
+    for (;;) {
+        uint32_t id = 0;
+        for (size_t w = 0; w < kCtxMaskWords && id == 0; ++w)
+            if (~mask[w]) id = static_cast<uint32_t>(w * 64 + __builtin_ctzll(~mask[w]));
+        if (id == 0)
+            return set_error(TERSE_ERR_NO_MEMORY,
+                             "communicator %s: all %u terse context ids are in use on some rank "
+                             "(free communicators that are no longer needed)",
+                             st->describe().c_str(), kCtxIdCount);
+        int lost = runtime_ctx_claim(id) ? 0 : 1, any_lost = 0;
+        if (PMPI_Allreduce(&lost, &any_lost, 1, MPI_INT, MPI_MAX, st->comm) != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed",
+                             st->describe().c_str());
+        if (!any_lost) {
+            st->ctx_id = id;
+            return TERSE_OK;
+        }
+        if (!lost) runtime_ctx_release(id);
+        runtime_ctx_used(mask.data());
+        if (PMPI_Allreduce(MPI_IN_PLACE, mask.data(), static_cast<int>(kCtxMaskWords),
+                           MPI_UINT64_T, MPI_BOR, st->comm) != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed",
+                             st->describe().c_str());
+    }
+}
+
+}  // namespace
+
+Status comm_state_ready(CommState *st) {
+    Status local = st->config_status;
+    std::string local_msg = st->config_error;
+    if (local == TERSE_OK) {
+        local = prepare_codec(st);
+        if (local != TERSE_OK) local_msg = last_error();
+    }
+    // One small collective decides for everyone.  With MPI_BOR over
+    // {h, ~h}: all hashes are equal iff the two ORs share no bit.  The same
+    // call carries the local error flag and, for a new context, the masks of
+    // context ids in use.
+    uint64_t h = st->config.hash();
+    std::vector<uint64_t> in(3 + kCtxMaskWords, 0), out(in.size());
+    in[0] = h;
+    in[1] = ~h;
+    in[2] = local != TERSE_OK ? 1u : 0u;
+    bool need_id = st->ctx_id == 0;
+    if (need_id) runtime_ctx_used(&in[3]);
+    int n = need_id ? static_cast<int>(in.size()) : 3;
+    if (PMPI_Allreduce(in.data(), out.data(), n, MPI_UINT64_T, MPI_BOR, st->comm) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "agreement on communicator %s failed in PMPI_Allreduce",
+                         st->describe().c_str());
+    if (out[2] != 0) {
+        if (local != TERSE_OK) return set_error(local, "%s", local_msg.c_str());
+        return set_error(TERSE_ERR_REMOTE,
+                         "communicator %s: another rank has an invalid terse configuration "
+                         "(see its message)", st->describe().c_str());
+    }
+    if ((out[0] & out[1]) != 0) {
+        std::string why = describe_mismatch(st);
+        return set_error(TERSE_ERR_MISMATCH,
+                         "ranks of communicator %s disagree on its terse configuration: %s",
+                         st->describe().c_str(), why.c_str());
+    }
+    if (need_id) {
+        Status s = agree_ctx_id(st, &out[3]);
+        if (s != TERSE_OK) return s;
+    }
+    st->seq = 0;
+    st->ready = true;
+    TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(),
+                    st->size, st->ctx_id, st->config.canonical().c_str());
+    return TERSE_OK;
+}
+
+Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out) {
+    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !st->codec[dtype]) {
+        *out = nullptr;
+        return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' has no instance for datatype %d",
+                         st->config.codec.name.c_str(), static_cast<int>(dtype));
+    }
+    *out = st->codec[dtype].get();
+    return TERSE_OK;
+}
+
+}  // namespace terse

@@ -1,0 +1,100 @@
+// Per-communicator state, kept as an MPI attribute on the communicator so
+// that MPI_Comm_free and MPI_Finalize release it (one owner: the attribute;
+// one release path: its delete callback).
+//
+// Life cycle:
+//  - comm_state_get() returns the state, creating the light part on first
+//    use (local: rank, size, world ranks, name, locally resolved config).
+//  - comm_state_ready() is collective and runs in the first intercepted
+//    collective on the communicator, on every rank (the first call always
+//    agrees, whatever its size, so that a rank whose configuration differs
+//    gets an error instead of taking a different path): the ranks check that
+//    their configurations hash equal, agree on a context id, and instantiate
+//    the codec.  It runs again after MPI_Comm_set_info or
+//    terse_comm_configure() invalidated the state.
+#pragma once
+
+#include "config/config.h"
+#include "codec/registry.h"
+#include "engine/stats.h"
+#include "util/status.h"
+
+#include <mpi.h>
+#include <terse/codec.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace terse {
+
+class FeedbackStore;  // error_feedback.h
+
+class CommState {
+public:
+    explicit CommState(MPI_Comm comm);
+    // An unbound copy for MPI_Comm_dup's attribute copy callback: inherits
+    // the info and terse_comm_configure() settings; bound to the new
+    // communicator on first lookup (the callback is not told its handle).
+    struct inherit_tag {};
+    CommState(const CommState &parent, inherit_tag);
+    ~CommState();
+    CommState(const CommState &) = delete;
+    CommState &operator=(const CommState &) = delete;
+
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0;
+    int size = 1;
+    std::vector<int> world_rank_of;  // comm rank -> MPI_COMM_WORLD rank
+    std::string name;                // MPI_Comm_get_name at creation / set_name
+    bool is_inter = false;           // intercommunicators always pass through
+
+    ConfigOverrides info_overrides;  // terse_* keys from MPI_Comm_set_info / dup_with_info
+    ConfigOverrides api_overrides;   // terse_comm_configure()
+    CommConfig config;               // resolved locally from all sources
+    Status config_status = TERSE_OK; // a local config error is reported at the next collective
+    std::string config_error;
+
+    bool ready = false;              // agreed and instantiated
+    uint32_t ctx_id = 0;             // agreed, unique among live contexts
+    uint32_t seq = 0;                // per-operation sequence (tag field)
+    bool feedback = false;           // error feedback for the lossy codec
+    std::unique_ptr<CodecParams> codec_params;
+    std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> codec;  // by dtype, created lazily (collectively consistent)
+    std::unique_ptr<FeedbackStore> residuals;
+
+    Stats stats;
+    uint64_t call_index = 0;         // intercepted + passed, for capture sampling
+
+    // Attach to comm: ranks, world ranks, name, then reresolve().
+    void bind(MPI_Comm comm);
+    bool bound() const { return comm != MPI_COMM_NULL; }
+    // "'name' of size N" (or "(unnamed) of size N") for messages.
+    std::string describe() const;
+    // Re-resolve config from the process defaults, file, info and api layers;
+    // marks the state not ready.
+    void reresolve();
+};
+
+// Process-wide initialisation from MPI_Init/MPI_Init_thread (after PMPI_Init).
+Status runtime_init(int provided_thread_level);
+// From MPI_Finalize (before PMPI_Finalize): prints statistics, frees states
+// of MPI_COMM_WORLD/SELF, closes the transport.
+void runtime_finalize();
+bool runtime_active();
+const GlobalConfig &runtime_global();
+
+// Lookup-or-create; nullptr with status on failure.  Not collective.
+CommState *comm_state_get(MPI_Comm comm, Status *status);
+// Lookup only; nullptr if none.
+CommState *comm_state_find(MPI_Comm comm);
+// Collective agreement + instantiation (see above).  On disagreement every
+// rank gets TERSE_ERR_MISMATCH with a message naming the differing setting.
+Status comm_state_ready(CommState *st);
+// Codec instance for dtype, created on first use (called in the same
+// collective on every rank, so creation is consistent).
+Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out);
+
+}  // namespace terse

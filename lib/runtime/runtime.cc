@@ -1,0 +1,215 @@
+// Process-wide runtime: configuration read once at MPI_Init, the transport,
+// the attribute keyval that owns every CommState, and statistics output at
+// MPI_Finalize.  Nothing here runs on the hot path except the attribute
+// lookup in comm_state_get().
+#include "runtime/comm_state.h"
+#include "capture/capture.h"
+#include "engine/engine.h"
+#include "util/log.h"
+#include "runtime/runtime_internal.h"
+#include "transport/ucx_transport.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace terse {
+
+namespace {
+
+struct RetiredStats {
+    std::string name;
+    int rank = 0, size = 0;
+    Stats stats;
+};
+
+struct Runtime {
+    std::atomic<bool> active{false};
+    GlobalConfig global;
+    CommConfig env_defaults;
+    ConfigFile file;
+    bool has_file = false;
+    int keyval = MPI_KEYVAL_INVALID;
+    std::mutex ctx_mu;  // guards ctx_used; taken at context creation only
+    uint64_t ctx_used[kCtxMaskWords] = {1};  // id 0 reserved
+
+    std::mutex mu;  // guards the lists below; taken at comm create/free only
+    std::vector<CommState *> live;
+    std::vector<RetiredStats> retired;
+};
+
+Runtime g_rt;
+
+void track(CommState *st) {
+    std::lock_guard<std::mutex> lk(g_rt.mu);
+    g_rt.live.push_back(st);
+}
+
+void retire(CommState *st) {
+    std::lock_guard<std::mutex> lk(g_rt.mu);
+    g_rt.live.erase(std::remove(g_rt.live.begin(), g_rt.live.end(), st), g_rt.live.end());
+    const auto &c = st->stats.c;
+    if (st->bound() && (c.calls_intercepted || c.calls_passed))
+        g_rt.retired.push_back({st->name, st->rank, st->size, st->stats});
+}
+
+// MPI_Comm_dup copies the settings a user gave the parent (MPI copies info
+// hints on dup); the copy is bound lazily in comm_state_get().
+int copy_attr(MPI_Comm, int, void *, void *in, void *out, int *flag) {
+    auto *parent = static_cast<CommState *>(in);
+    CommState *child = new (std::nothrow) CommState(*parent, CommState::inherit_tag{});
+    if (!child) {
+        *flag = 0;
+        return MPI_ERR_NO_MEM;
+    }
+    track(child);
+    *static_cast<void **>(out) = child;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+int delete_attr(MPI_Comm, int, void *val, void *) {
+    auto *st = static_cast<CommState *>(val);
+    retire(st);
+    delete st;
+    return MPI_SUCCESS;
+}
+
+void print_stats_line(const std::string &name, int rank, int size, const Stats &s) {
+    int which = g_rt.global.stats;
+    if (which == 0 || (which == 1 && rank != 0)) return;
+    fprintf(stderr, "terse stats: comm=%s size=%d rank=%d %s\n",
+            name.empty() ? "(unnamed)" : name.c_str(), size, rank, s.format().c_str());
+}
+
+LogLevel parse_level(const std::string &s) {
+    if (s == "error") return LogLevel::Error;
+    if (s == "info") return LogLevel::Info;
+    if (s == "debug") return LogLevel::Debug;
+    return LogLevel::Warn;
+}
+
+}  // namespace
+
+const CommConfig &runtime_env_defaults() { return g_rt.env_defaults; }
+const ConfigFile *runtime_config_file() { return g_rt.has_file ? &g_rt.file : nullptr; }
+void runtime_ctx_used(uint64_t mask[kCtxMaskWords]) {
+    std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
+    std::copy(std::begin(g_rt.ctx_used), std::end(g_rt.ctx_used), mask);
+}
+
+bool runtime_ctx_claim(uint32_t id) {
+    std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
+    uint64_t bit = uint64_t(1) << (id % 64);
+    if (id == 0 || id >= kCtxIdCount || (g_rt.ctx_used[id / 64] & bit)) return false;
+    g_rt.ctx_used[id / 64] |= bit;
+    return true;
+}
+
+void runtime_ctx_release(uint32_t id) {
+    if (id == 0 || id >= kCtxIdCount) return;
+    std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
+    g_rt.ctx_used[id / 64] &= ~(uint64_t(1) << (id % 64));
+}
+
+bool runtime_active() { return g_rt.active.load(std::memory_order_acquire); }
+const GlobalConfig &runtime_global() { return g_rt.global; }
+
+Status runtime_init(int provided) {
+    int wrank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    log_set_rank(wrank);
+    Status s = config_read_environment(&g_rt.global, &g_rt.env_defaults);
+    if (s != TERSE_OK) return s;
+    log_set_level(parse_level(g_rt.global.log_level));
+    if (!g_rt.global.config_file.empty()) {
+        s = g_rt.file.load(g_rt.global.config_file);
+        if (s != TERSE_OK) return s;
+        g_rt.has_file = true;
+    }
+    Registry::instance().set_search_path(g_rt.global.plugin_path);
+    // Check the default codec now so a typo fails at start-up with its
+    // message, not at the first large allreduce.
+    if (g_rt.env_defaults.enable) {
+        std::unique_ptr<CodecParams> p;
+        s = Registry::instance().parse_params(g_rt.env_defaults.codec, &p);
+        if (s != TERSE_OK) return s;
+    }
+    s = capture_open(g_rt.global, wrank);
+    if (s != TERSE_OK) return s;
+    s = Transport::init(provided == MPI_THREAD_MULTIPLE);
+    if (s != TERSE_OK) return s;
+    if (PMPI_Comm_create_keyval(copy_attr, delete_attr, &g_rt.keyval, nullptr) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "MPI_Comm_create_keyval failed");
+    g_rt.active.store(true, std::memory_order_release);
+    TERSE_LOG_INFO("initialised: defaults %s", g_rt.env_defaults.canonical().c_str());
+    return TERSE_OK;
+}
+
+void runtime_finalize() {
+    if (!g_rt.active.exchange(false)) return;
+    // Free the states of communicators still alive (the user need not free
+    // them; MPI_COMM_WORLD and MPI_COMM_SELF never are): deleting the
+    // attribute runs the one release path, delete_attr().
+    std::vector<std::pair<MPI_Comm, bool>> comms;
+    {
+        std::lock_guard<std::mutex> lk(g_rt.mu);
+        for (CommState *st : g_rt.live) comms.push_back({st->comm, st->bound()});
+    }
+    for (auto &[c, bound] : comms)
+        if (bound) PMPI_Comm_delete_attr(c, g_rt.keyval);
+    {
+        // Unbound copies belong to communicators never used by terse.
+        std::lock_guard<std::mutex> lk(g_rt.mu);
+        for (CommState *st : g_rt.live) delete st;
+        g_rt.live.clear();
+    }
+    for (const auto &r : g_rt.retired) print_stats_line(r.name, r.rank, r.size, r.stats);
+    g_rt.retired.clear();
+    PMPI_Comm_free_keyval(&g_rt.keyval);
+    capture_close();
+    Transport::finalize();
+}
+
+CommState *comm_state_find(MPI_Comm comm) {
+    if (!runtime_active() || comm == MPI_COMM_NULL) return nullptr;
+    void *val = nullptr;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, g_rt.keyval, &val, &flag) != MPI_SUCCESS || !flag) return nullptr;
+    return static_cast<CommState *>(val);
+}
+
+CommState *comm_state_get(MPI_Comm comm, Status *status) {
+    if (!runtime_active()) {
+        *status = set_error(TERSE_ERR_NOT_INITIALIZED, "terse is not initialised (MPI_Init not intercepted)");
+        return nullptr;
+    }
+    if (comm == MPI_COMM_NULL) {
+        *status = set_error(TERSE_ERR_INVALID, "MPI_COMM_NULL given");
+        return nullptr;
+    }
+    CommState *st = comm_state_find(comm);
+    if (st) {
+        if (!st->bound()) st->bind(comm);
+        *status = TERSE_OK;
+        return st;
+    }
+    st = new (std::nothrow) CommState(comm);
+    if (!st) {
+        *status = set_error(TERSE_ERR_NO_MEMORY, "out of memory creating communicator state");
+        return nullptr;
+    }
+    if (PMPI_Comm_set_attr(comm, g_rt.keyval, st) != MPI_SUCCESS) {
+        delete st;
+        *status = set_error(TERSE_ERR_MPI, "MPI_Comm_set_attr failed");
+        return nullptr;
+    }
+    track(st);
+    *status = TERSE_OK;
+    return st;
+}
+
+}  // namespace terse

@@ -1,0 +1,132 @@
+// UCX transport: one ucp context and one worker per process, worker
+// addresses exchanged once over MPI_COMM_WORLD with PMPI_Allgather, tagged
+// non-blocking send/receive and explicit progress.  Knows nothing of codecs,
+// communicators or MPI datatypes: peers are world ranks and messages are
+// bytes.  UCX configuration is read under terse's own prefix
+// (ucp_config_read("TERSE", ...)), so TERSE_UCX_TLS=tcp tunes terse apart
+// from the MPI library's own UCX use.  Verified with UCX 1.13: the variables
+// are named TERSE_UCX_<NAME> (e.g. TERSE_UCX_TLS); UCX_TERSE_* is ignored.
+// UCX applies plain UCX_<NAME> first and TERSE_UCX_<NAME> on top, so a
+// UCX_TLS meant for the MPI library also applies to terse unless
+// TERSE_UCX_TLS overrides it.
+//
+// Rendezvous over TCP: UCX 1.13 has one eager/rendezvous threshold per
+// context (RNDV_THRESH, "auto"), not one per transport, and "auto" puts it
+// at 8 KiB over TCP, so every chunk pays a request/reply round trip queued
+// behind the data on the same socket, for no saving (TCP copies the data
+// either way).  Rule: when neither TERSE_UCX_RNDV_THRESH nor UCX_RNDV_THRESH
+// is set (nor a UCX configuration file changes it from "auto"), and the
+// context's resources are TCP only (apart from "self"), terse sets
+// RNDV_THRESH=inf and UCX sends every message eagerly.  With any other
+// transport in the context (shared memory: sysv/posix with cma/knem/xpmem
+// zero-copy rendezvous; RDMA) the threshold stays "auto", since those gain
+// from rendezvous; a mixed job (shared memory within a node, TCP between
+// nodes) therefore keeps rendezvous on its TCP peers too.
+//
+// Waiting: the context is created with UCP_FEATURE_WAKEUP where UCX allows
+// it, and wait_for_events() sleeps on the worker's event file descriptor, so
+// ranks that share cores give the core to the peer they wait for instead of
+// spinning.  Every sleep is bounded, so work UCX does not signal (an MPI
+// request progressed by PMPI_Test) still advances.
+#pragma once
+
+#include "util/status.h"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace terse {
+
+// Tag layout (64 bits): [context id 20][source comm rank 20][op seq 8][slot 16].
+// Messages with equal tags from one sender are matched in posting order, so
+// slot may wrap.
+constexpr uint64_t make_tag(uint32_t ctx_id, uint32_t src_rank, uint32_t seq, uint32_t slot) {
+    return (uint64_t(ctx_id & 0xFFFFFu) << 44) | (uint64_t(src_rank & 0xFFFFFu) << 24) |
+           (uint64_t(seq & 0xFFu) << 16) | uint64_t(slot & 0xFFFFu);
+}
+
+// A pending send or receive.  Owned by the caller; destroying a request that
+// is still pending cancels it and waits for UCX to release it.
+class Request {
+public:
+    Request() = default;
+    ~Request();
+    Request(const Request &) = delete;
+    Request &operator=(const Request &) = delete;
+    Request(Request &&o) noexcept;
+    Request &operator=(Request &&o) noexcept;
+
+    bool active() const { return req_ != nullptr || state_ != State::Idle; }
+    // Non-blocking check; does not progress the worker.  Returns true when
+    // complete (an idle request counts as complete); *status is TERSE_OK or
+    // the failure (message names the peer; a message longer than the
+    // receive buffer fails with "Message truncated").
+    bool test(Status *status);
+    size_t received_length() const { return length_; }
+    void release();  // cancel if pending, then free
+
+    // Internal state, written by the transport's completion callbacks.
+    enum class State { Idle, Pending, Done, Failed };
+    void *req_ = nullptr;
+    State state_ = State::Idle;
+    int status_code_ = 0;    // ucs_status_t
+    size_t length_ = 0;
+    int peer_ = -1;          // world rank, for messages
+    bool is_recv_ = false;
+    uint64_t tag_ = 0;       // for messages
+    size_t capacity_ = 0;    // receive buffer size, for the truncation message
+};
+
+class Transport {
+public:
+    // Collective over MPI_COMM_WORLD (called from MPI_Init / MPI_Init_thread).
+    // thread_multiple selects UCS_THREAD_MODE_MULTI for the worker.
+    static Status init(bool thread_multiple);
+    // Releases endpoints, worker and context.  Called from MPI_Finalize
+    // before PMPI_Finalize.  Safe to call when init failed or never ran.
+    static void finalize();
+    // nullptr before init / after finalize.
+    static Transport *get();
+
+    int world_rank() const;
+    int world_size() const;
+
+    // A request that is still active is released (cancelled) first.  The
+    // receive matches on the full tag only (UCX matches per worker, not per
+    // peer), so the tag must name the sender; world_peer is for messages.
+    Status isend(int world_peer, uint64_t tag, const void *buf, size_t len, Request *req);
+    Status irecv(int world_peer, uint64_t tag, void *buf, size_t capacity, Request *req);
+    // Drive UCX; returns nonzero if any progress was made.
+    unsigned progress();
+    // Sleep until UCX has something for progress() or timeout_us passes,
+    // whichever comes first; returns at once when events are already
+    // pending.  Call after progress() returned 0 (a missed event then costs
+    // at most the timeout, never a hang).  Only one thread at a time sleeps
+    // on the worker's event fd, and progress() on another thread wakes it
+    // when it moves anything; another thread that waits meanwhile, or any
+    // thread when UCX gives no event fd, naps for min(timeout_us, 100 us).
+    void wait_for_events(unsigned timeout_us);
+    // Whether wait_for_events() can be woken by UCX (false: it naps).
+    bool wakeup_enabled() const;
+    // Whether terse set RNDV_THRESH=inf (TCP-only context, user left the
+    // threshold alone; see the header comment).
+    bool eager_only() const;
+    // Whether this node runs more ranks than the CPUs they may use (found
+    // at init).  Waiters then sleep at once rather than spin first.
+    bool cores_oversubscribed() const;
+
+    // Number of endpoints currently open (tests check it stays flat).
+    size_t endpoint_count() const;
+
+    struct Impl;
+private:
+    explicit Transport(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+public:
+    ~Transport();
+};
+
+}  // namespace terse

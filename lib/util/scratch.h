@@ -1,0 +1,65 @@
+// Scratch memory for engine operations.  Buffers come from a small cache
+// owned by the calling thread, so a steady stream of collectives reuses the
+// same (already faulted-in) pages instead of calling malloc per operation,
+// and no lock is taken: a buffer released on another thread simply joins
+// that thread's cache.
+#pragma once
+
+#include "util/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace terse {
+
+class ScratchBuffer {
+public:
+    ScratchBuffer() = default;
+    ~ScratchBuffer() { reset(); }
+    ScratchBuffer(ScratchBuffer &&o) noexcept : p_(o.p_), cap_(o.cap_) { o.p_ = nullptr; o.cap_ = 0; }
+    ScratchBuffer &operator=(ScratchBuffer &&o) noexcept;
+    ScratchBuffer(const ScratchBuffer &) = delete;
+    ScratchBuffer &operator=(const ScratchBuffer &) = delete;
+
+    // At least bytes bytes (64-byte aligned); keeps the current buffer if it
+    // is large enough.  TERSE_ERR_NO_MEMORY with a message on failure.
+    Status reserve(size_t bytes);
+    void reset();  // give the memory back to the cache
+    uint8_t *data() const { return p_; }
+    size_t capacity() const { return cap_; }
+
+private:
+    uint8_t *p_ = nullptr;
+    size_t cap_ = 0;
+};
+
+// Fixed-size frame buffers handed out and taken back during one operation.
+class FramePool {
+public:
+    void init(size_t buffer_bytes) { size_ = buffer_bytes; }
+    size_t buffer_bytes() const { return size_; }
+    uint8_t *get();            // nullptr when memory ran out
+    void put(uint8_t *buf);
+    size_t allocated() const { return all_.size(); }
+
+private:
+    size_t size_ = 0;
+    std::vector<ScratchBuffer> all_;
+    std::vector<uint8_t *> free_;
+};
+
+// Append-only storage of variable-size byte strings that never move.
+class Arena {
+public:
+    explicit Arena(size_t block_bytes = size_t(4) << 20) : block_(block_bytes) {}
+    uint8_t *alloc(size_t bytes);  // nullptr when memory ran out
+    void clear();
+
+private:
+    size_t block_;
+    std::vector<ScratchBuffer> blocks_;
+    size_t used_ = 0;  // in the last block
+};
+
+}  // namespace terse
