@@ -77,7 +77,7 @@ const terse_codec_descriptor_t kIdentity = {
     TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "none", "identity", "",
     TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64) | TERSE_DTYPE_BIT(TERSE_DTYPE_INT32) |
         TERSE_DTYPE_BIT(TERSE_DTYPE_INT64) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT16) | TERSE_DTYPE_BIT(TERSE_DTYPE_BFLOAT16),
-    TERSE_MEM_HOST, TERSE_CODEC_FLAG_LOSSLESS, TERSE_REDUCE_RECOMPRESS,
+    TERSE_MEM_HOST, TERSE_CODEC_FLAG_LOSSLESS | TERSE_CODEC_FLAG_IDENTITY, TERSE_REDUCE_RECOMPRESS,
     parse_none, free_none, params_none, create_any, destroy_any, id_max, nullptr, nullptr,
     id_encode, id_decode, nullptr, {}};
 

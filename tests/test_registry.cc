@@ -86,6 +86,8 @@ TEST_F(RegistryTest, FindsTheNonePlugin) {
     ASSERT_NE(p, nullptr);
     EXPECT_STREQ(p->desc->name, "none");
     EXPECT_TRUE(p->lossless());
+    // Its payload is the elements: the engine's fast paths key on this flag.
+    EXPECT_TRUE(terse::codec_is_identity(p->desc));
     EXPECT_EQ(p->id, terse::crc32c(0, "none", 4));
     EXPECT_TRUE(p->path.ends_with("/terse_none.so")) << p->path;
     const CodecPlugin *again = nullptr;
@@ -183,7 +185,8 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"nodtypes", "dtype mask 0x0 is empty"},
         Broken{"baddtype", "dtype mask 0x100002 is out of range"},
         Broken{"badmem", "memory kinds 0x2, expected host"},
-        Broken{"badreserved", "reserved[3] is not NULL"}),
+        Broken{"badreserved", "reserved[3] is not NULL"},
+        Broken{"badidentity", "flag TERSE_CODEC_FLAG_IDENTITY requires TERSE_CODEC_FLAG_LOSSLESS"}),
     [](const ::testing::TestParamInfo<Broken> &info) { return std::string(info.param.file); });
 
 TEST_F(RegistryTest, WellFormedSummableLoads) {

@@ -32,7 +32,7 @@ public:
         const size_t max_chunk = (setup.cfg.chunk_bytes + esize_ - 1) / esize_;  // as comm_state.cc
         ci_ = &codec.instance(dt, nranks, max_chunk);
         const terse_codec_descriptor_t *d = codec.desc();
-        identity_ = codec.lossless() && d->mode == TERSE_REDUCE_RECOMPRESS && std::strcmp(d->name, "none") == 0;
+        identity_ = codec_is_identity(d);
         summable_ = d->mode == TERSE_REDUCE_SUMMABLE && !identity_;
     }
 

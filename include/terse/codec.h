@@ -37,6 +37,16 @@ extern "C" {
 
 #define TERSE_CODEC_ABI_VERSION 1u
 
+/*
+ * Backward-compatible additions within ABI version 1, numbered so that a
+ * plugin can test for them with #if.  An engine ignores flag bits it does not
+ * know, so a plugin built against a later revision still loads and runs, the
+ * same way, on an engine of an earlier one.
+ *   0: the descriptor as first published.
+ *   1: TERSE_CODEC_FLAG_IDENTITY.
+ */
+#define TERSE_CODEC_ABI_REVISION 1u
+
 /* Name of the entry point every plugin exports. */
 #define TERSE_CODEC_ENTRY_SYMBOL "terse_codec_entry_v1"
 
@@ -103,6 +113,14 @@ typedef enum terse_codec_status {
 #define TERSE_CODEC_FLAG_LOSSLESS    (1u << 0) /* bit-exact; eligible for MAX/MIN and integers */
 #define TERSE_CODEC_FLAG_ERROR_BOUND (1u << 1) /* promises |result - exact| <= bound end to end */
 #define TERSE_CODEC_FLAG_FEEDBACK_DEFAULT (1u << 2) /* error feedback on unless feedback=off */
+/* Revision 1.  The payload is the chunk's elements exactly as they lie in
+ * memory (count * element size bytes), and decode with accumulate is the
+ * plain element-wise op.  The engine then skips encode and decode: it sends
+ * raw frames and reduces straight out of its receive buffers.  Requires
+ * TERSE_CODEC_FLAG_LOSSLESS and TERSE_REDUCE_RECOMPRESS (refused at load
+ * otherwise).  Without it the engine calls encode/decode, with the same
+ * results, only slower. */
+#define TERSE_CODEC_FLAG_IDENTITY    (1u << 3)
 
 /* One key=value pair of a codec specification, e.g. {"bits", "8"}. */
 typedef struct terse_codec_kv {

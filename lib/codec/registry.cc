@@ -385,6 +385,13 @@ Status Registry::validate(const terse_codec_descriptor_t *d, const std::string &
                          p, static_cast<int>(d->mode));
     }
 
+    if ((d->flags & TERSE_CODEC_FLAG_IDENTITY) &&
+        (!(d->flags & TERSE_CODEC_FLAG_LOSSLESS) || d->mode != TERSE_REDUCE_RECOMPRESS))
+        return set_error(TERSE_ERR_PLUGIN,
+                         "plugin %s: flag TERSE_CODEC_FLAG_IDENTITY requires TERSE_CODEC_FLAG_LOSSLESS "
+                         "and mode recompress (the payload must be the elements themselves)",
+                         p);
+
     if (d->dtypes == 0 || (d->dtypes & ~kAllDtypes))
         return set_error(TERSE_ERR_PLUGIN,
                          "plugin %s: dtype mask 0x%x is %s, expected a non-empty set of bits "

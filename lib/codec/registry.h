@@ -27,6 +27,13 @@ struct CodecPlugin {
     bool lossless() const { return desc->flags & TERSE_CODEC_FLAG_LOSSLESS; }
 };
 
+// Whether d's payload is the elements themselves (TERSE_CODEC_FLAG_IDENTITY;
+// the registry accepts the flag only with LOSSLESS and RECOMPRESS), so that
+// the engine may send raw frames and skip the codec.
+inline bool codec_is_identity(const terse_codec_descriptor_t *d) {
+    return d && (d->flags & TERSE_CODEC_FLAG_IDENTITY);
+}
+
 // Parsed parameters of one plugin (owns them; released with free_params).
 class CodecParams {
 public:

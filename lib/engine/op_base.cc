@@ -56,9 +56,9 @@ OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan)
         codec_id_ = env_.codec->plugin()->id;
         lossless_ = desc_->flags & TERSE_CODEC_FLAG_LOSSLESS;
         mode_ = desc_->mode;
-        // The reference codec's payload is the elements themselves: the
-        // engine sends raw frames and reduces straight from receive buffers.
-        identity_ = lossless_ && mode_ == TERSE_REDUCE_RECOMPRESS && std::strcmp(desc_->name, "none") == 0;
+        // A codec whose payload is the elements themselves: the engine
+        // sends raw frames and reduces straight from receive buffers.
+        identity_ = codec_is_identity(desc_);
     } else {
         identity_ = true;
     }

@@ -182,7 +182,8 @@ const terse_codec_descriptor_t kNoneDescriptor = {
     "no parameters",
     kDtypes,
     TERSE_MEM_HOST,
-    TERSE_CODEC_FLAG_LOSSLESS,
+    // The payload is the elements themselves: the engine may skip encode/decode.
+    TERSE_CODEC_FLAG_LOSSLESS | TERSE_CODEC_FLAG_IDENTITY,
     TERSE_REDUCE_RECOMPRESS,
     none_parse,
     none_free_params,

@@ -89,6 +89,8 @@ terse_codec_descriptor_t make() {
     d.mem_kinds = TERSE_MEM_CUDA;
 #elif defined(BAD_RESERVED)
     d.reserved[3] = reinterpret_cast<void *>(&make);
+#elif defined(BAD_IDENTITY)
+    d.flags = TERSE_CODEC_FLAG_IDENTITY;  // an identity payload that is not lossless
 #elif defined(GOOD_SUMMABLE)
     d.mode = TERSE_REDUCE_SUMMABLE;
     d.stats_count = bad_stats_count;
