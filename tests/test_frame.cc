@@ -165,6 +165,27 @@ TEST(Frame, RoundTripEncoded) {
     EXPECT_EQ(info.payload, f.data() + kFrameHeaderSize);
 }
 
+// frame_info reads back what frame_seal wrote, as frame_open does.
+TEST(Frame, InfoOfASealedFrame) {
+    auto f = make_frame(16, terse::FRAME_RAW);
+    FrameInfo opened{};
+    ASSERT_EQ(open(f, &opened, 16, TERSE_DTYPE_FLOAT32, 0), TERSE_OK) << msg();
+    FrameInfo info = terse::frame_info(f.data(), f.size());
+    EXPECT_EQ(info.dtype, opened.dtype);
+    EXPECT_EQ(info.flags, terse::FRAME_RAW);
+    EXPECT_EQ(info.codec_id, 0u);
+    EXPECT_EQ(info.contributors, 5u);
+    EXPECT_EQ(info.count, 16u);
+    EXPECT_EQ(info.payload_len, 64u);
+    EXPECT_EQ(info.payload, f.data() + kFrameHeaderSize);
+}
+
+TEST(Frame, SpoiledCheckValueIsCorrupt) {
+    auto f = make_frame(16);
+    terse::frame_spoil_check(f.data());
+    EXPECT_CORRUPT_WITH(open(f), "check value");
+}
+
 TEST(Frame, RoundTripEncodedPayloadSizeIsFree) {
     // A codec's payload length is its own business (here 10 bytes for 16 floats).
     auto f = make_frame(16, 0, 10);

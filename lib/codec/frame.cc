@@ -62,6 +62,21 @@ size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_
     return kFrameHeaderSize + payload_len;
 }
 
+FrameInfo frame_info(const void *frame, size_t len) {
+    const auto *p = static_cast<const uint8_t *>(frame);
+    FrameInfo fi{};
+    fi.dtype = static_cast<terse_dtype_t>(get<uint8_t>(p, kOffDtype));
+    fi.flags = get<uint8_t>(p, kOffFlags);
+    fi.codec_id = get<uint32_t>(p, kOffCodec);
+    fi.contributors = get<uint32_t>(p, kOffContrib);
+    fi.count = get<uint64_t>(p, kOffCount);
+    fi.payload_len = len - kFrameHeaderSize;
+    fi.payload = p + kFrameHeaderSize;
+    return fi;
+}
+
+void frame_spoil_check(void *frame) { static_cast<uint8_t *>(frame)[kOffCheck] ^= 0x5A; }
+
 // Fields are checked one by one so that the message names the first one
 // that is wrong; the check value comes last because a field-specific
 // message says more than "check value mismatch" when a sender is buggy.

@@ -53,6 +53,14 @@ uint32_t crc32c(uint32_t crc, const void *data, size_t len);
 size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
                   uint32_t contributors, uint64_t count, uint64_t payload_len);
 
+// The header of a frame of len bytes that this process sealed or already
+// validated with frame_open: fields as stored, nothing checked.
+FrameInfo frame_info(const void *frame, size_t len);
+
+// Test hook: spoil the check value of a sealed frame, so that its receiver
+// finds it corrupt.
+void frame_spoil_check(void *frame);
+
 // Validate a received frame of len bytes.  expect_codec_id is checked unless
 // the frame is raw or poison; expect_count and expect_dtype always.  Names
 // the peer (rank) in the error message.

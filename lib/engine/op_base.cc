@@ -288,11 +288,10 @@ void OpBase::account() {
 }
 
 void OpBase::note_send(const uint8_t *frame, size_t len) {
-    uint64_t count;
-    std::memcpy(&count, frame + 16, sizeof count);
+    const FrameInfo fi = frame_info(frame, len);
     wire_ += len;
-    wire_raw_ += kFrameHeaderSize + count * esize_;
-    if ((frame[6] & FRAME_RAW) && !identity_) ++raw_chunks_;
+    wire_raw_ += kFrameHeaderSize + fi.count * esize_;
+    if ((fi.flags & FRAME_RAW) && !identity_) ++raw_chunks_;
 }
 
 // ---------------------------------------------------------------- frames
@@ -346,18 +345,6 @@ bool OpBase::open_frame(const uint8_t *buf, size_t len, size_t n, int peer, Fram
         return false;
     }
     return true;
-}
-
-FrameInfo OpBase::trusted_info(const uint8_t *frame, size_t len) {
-    FrameInfo fi{};
-    fi.dtype = static_cast<terse_dtype_t>(frame[5]);
-    fi.flags = frame[6];
-    std::memcpy(&fi.codec_id, frame + 8, 4);
-    std::memcpy(&fi.contributors, frame + 12, 4);
-    std::memcpy(&fi.count, frame + 16, 8);
-    fi.payload_len = len - kFrameHeaderSize;
-    fi.payload = frame + kFrameHeaderSize;
-    return fi;
 }
 
 bool OpBase::decode_frame(const FrameInfo &fi, size_t g, void *dst, size_t n, bool accumulate) {
