@@ -1,5 +1,7 @@
 #include "codec/registry.h"
 
+#include "codec/codec_status.h"
+
 #include "util/dtype.h"
 #include "codec/frame.h"
 
@@ -98,36 +100,12 @@ std::string dtype_list(uint32_t mask) {
 constexpr uint32_t kAllDtypes = ((1u << TERSE_DTYPE_MAX_) - 1u) & ~1u;  // bits 1..MAX_-1
 constexpr uint32_t kAllMemKinds = TERSE_MEM_HOST | TERSE_MEM_CUDA;
 
-// Plugin status -> terse status for a failed parse/create.
-Status map_codec_status(int rc) {
-    switch (rc) {
-    case TERSE_CODEC_ERR_PARAM: return TERSE_ERR_INVALID;
-    case TERSE_CODEC_ERR_UNSUPPORTED: return TERSE_ERR_UNSUPPORTED;
-    case TERSE_CODEC_ERR_NOMEM: return TERSE_ERR_NO_MEMORY;
-    default: return TERSE_ERR_PLUGIN;
-    }
-}
-
-const char *codec_status_name(int rc) {
-    switch (rc) {
-    case TERSE_CODEC_OK: return "ok";
-    case TERSE_CODEC_RAW: return "raw";
-    case TERSE_CODEC_ERR_PARAM: return "bad parameter";
-    case TERSE_CODEC_ERR_UNSUPPORTED: return "unsupported";
-    case TERSE_CODEC_ERR_NOSPACE: return "no space";
-    case TERSE_CODEC_ERR_CORRUPT: return "corrupt";
-    case TERSE_CODEC_ERR_NOMEM: return "out of memory";
-    case TERSE_CODEC_ERR_INTERNAL: return "internal error";
-    default: return "unknown status";
-    }
-}
-
 // A plugin's message, NUL-terminated whatever the plugin did, or a
 // description of its status code when it left the buffer empty.
 std::string plugin_message(char *err, int rc) {
     err[kErrLen - 1] = '\0';
     if (err[0]) return err;
-    return std::string("failed with status ") + std::to_string(rc) + " (" + codec_status_name(rc) +
+    return std::string("failed with status ") + std::to_string(rc) + " (" + codec_status_text(rc) +
            ") and no message";
 }
 
@@ -430,7 +408,7 @@ Status Registry::parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams
             return set_error(TERSE_ERR_PLUGIN, "codec '%s': parse threw a C++ exception", name);
         }
         if (rc != TERSE_CODEC_OK)
-            return set_error(map_codec_status(rc), "codec '%s': %s", name,
+            return set_error(codec_status(rc), "codec '%s': %s", name,
                              plugin_message(err, rc).c_str());
         *out = std::make_unique<CodecParams>(plugin, params);
         return TERSE_OK;
@@ -465,7 +443,7 @@ Status Registry::create(const CodecParams &params, const terse_codec_setup_t &se
             return set_error(TERSE_ERR_PLUGIN, "codec '%s': create threw a C++ exception", d->name);
         }
         if (rc != TERSE_CODEC_OK)
-            return set_error(map_codec_status(rc), "codec '%s': %s", d->name,
+            return set_error(codec_status(rc), "codec '%s': %s", d->name,
                              plugin_message(err, rc).c_str());
         if (!inst)
             return set_error(TERSE_ERR_PLUGIN, "codec '%s': create succeeded but returned no instance",

@@ -21,6 +21,7 @@
 // the group's lowest rank records that encoding's error, so every error of
 // the result is compensated exactly once.
 #include "engine/op_base.h"
+#include "codec/codec_status.h"
 #include "engine/reduce_kernels.h"
 #include "engine/schedules/message_stream.h"
 
@@ -380,10 +381,10 @@ private:
                 len = frame_seal(nb, args_.dtype, 0, codec_id_, contributors, n, plen);
                 combined = true;
             } else if (rc != TERSE_CODEC_RAW) {
-                char msg[200];
-                snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements (status %d)",
-                         desc_->name, n, rc);
-                fail_local(TERSE_ERR_PLUGIN, msg);
+                char msg[256];
+                snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements: %s",
+                         desc_->name, n, codec_status_text(rc));
+                fail_local(codec_status(rc), msg);
                 pool().put(nb);
                 return;
             }

@@ -1,6 +1,7 @@
 // The reduce-scatter phase of the ring (see ring_op.h).
 #include "engine/schedules/ring_op.h"
 
+#include "codec/codec_status.h"
 #include "engine/reduce_kernels.h"
 
 #include <cstring>
@@ -126,10 +127,10 @@ void RingOp::rs_summable(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutFra
             len = frame_seal(nb, args_.dtype, 0, codec_id_, contributors, n, plen);
             combined = true;
         } else if (rc != TERSE_CODEC_RAW) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements (status %d)",
-                     desc_->name, n, rc);
-            fail_local(TERSE_ERR_PLUGIN, msg);
+            char msg[256];
+            snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements: %s",
+                     desc_->name, n, codec_status_text(rc));
+            fail_local(codec_status(rc), msg);
             pool().put(nb);
             return poison_out(buf, n, out);
         }
