@@ -1,6 +1,7 @@
 // MPI_Allreduce, the hot path.
 #include "datatype_map.h"
 #include "dispatch.h"
+#include "error_codes.h"
 #include "reentry_guard.h"
 
 #include "capture/capture.h"
@@ -10,7 +11,7 @@ namespace terse {
 
 int report_error(MPI_Comm comm, Status status, const char *call) {
     TERSE_LOG_ERROR("%s failed: %s (%s)", call, last_error(), terse_status_string(status));
-    int code = status == TERSE_ERR_TRANSPORT ? MPI_ERR_INTERN : MPI_ERR_OTHER;
+    int code = mpi_error_code(status);
     PMPI_Comm_call_errhandler(comm, code);
     return code;
 }

@@ -2,6 +2,7 @@
 // library is up (its address exchange needs MPI_COMM_WORLD) and stop it
 // before the library goes down.
 #include "dispatch.h"
+#include "error_codes.h"
 #include "reentry_guard.h"
 
 #include "runtime/comm_state.h"
@@ -13,6 +14,7 @@ namespace terse {
 
 void start_runtime(int provided) {
     ReentryGuard guard;
+    register_error_codes();
     Status s = runtime_init(provided);
     if (s == TERSE_OK) return;
     // A misconfiguration must not silently change what the job computes or

@@ -21,6 +21,16 @@ static void mismatch(void) {
     CHECK(rc != MPI_SUCCESS, "allreduce with disagreeing configuration succeeded");
     const char *msg = terse_last_error();
     CHECK(strstr(msg, "disagree") && strstr(msg, "min_bytes"), "message: %s", msg);
+    /* The code itself explains the failure: terse registered its error
+     * classes with the MPI library. */
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0, cls = 0;
+    CHECK(MPI_Error_string(rc, text, &len) == MPI_SUCCESS, "MPI_Error_string(%d) failed", rc);
+    CHECK(strcmp(text, "terse: ranks disagree on the configuration") == 0, "MPI_Error_string: %s", text);
+    CHECK(MPI_Error_class(rc, &cls) == MPI_SUCCESS && cls != MPI_ERR_OTHER, "error class %d", cls);
+    CHECK(MPI_Error_string(cls, text, &len) == MPI_SUCCESS &&
+              strcmp(text, "terse: ranks disagree on the configuration") == 0,
+          "MPI_Error_string of class %d: %s", cls, text);
     free(buf);
     MPI_Comm_free(&c);
 }
