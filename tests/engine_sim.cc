@@ -342,6 +342,10 @@ std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::v
         env.link = links[r].get();
         env.control = controls[r].get();
         env.comm_name = "sim";
+        if (r == spec.inject_rank && terse_engine_test_fail_next(spec.inject) != 0) {
+            res[r].status = TERSE_ERR_INVALID;
+            res[r].message = std::string("unknown injection ") + spec.inject;
+        }
         Status s = make_operation(env, cfg, a, nullptr, nullptr, &ops[r]);
         if (s != TERSE_OK) {
             res[r].status = s;

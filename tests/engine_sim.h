@@ -234,6 +234,10 @@ struct RunSpec {
     bool eager = false;
     bool feedback = false;
     uint32_t seed = 1;
+    // terse_engine_test_fail_next(inject) is armed just before rank
+    // inject_rank's operation starts (so that rank's takes it).
+    int inject_rank = -1;
+    const char *inject = nullptr;
 };
 
 struct RankResult {

@@ -514,6 +514,99 @@ TEST(EngineSim, CodecFailurePoisonsEveryRank) {
     }
 }
 
+// A local failure at every step of every schedule (terse_engine_test_fail_next)
+// reaches every rank as an error, and the next call works: lossless,
+// recompress and summable codecs, 2, 3 and 5 ranks, each rank failing in turn.
+TEST(EngineSim, InjectedFailureAtEveryStepReachesEveryRank) {
+    struct Sched {
+        Algorithm alg;
+        CollKind kind;
+        const char *name;
+    };
+    const Sched scheds[] = {{Algorithm::Ring, CollKind::Allreduce, "ring allreduce"},
+                            {Algorithm::Ring, CollKind::ReduceScatterBlock, "ring reduce-scatter"},
+                            {Algorithm::Ring, CollKind::Allgather, "ring allgather"},
+                            {Algorithm::RecursiveDoubling, CollKind::Allreduce, "recursive doubling"},
+                            {Algorithm::Gather, CollKind::Allreduce, "gather"}};
+    const char *steps[] = {"start",   "begin",     "rs:first",   "rs:middle", "rs:last",   "ag:first",
+                           "ag:middle", "ag:last", "hop:first", "hop:middle", "hop:last"};
+    int fired = 0;
+    for (const terse_codec_descriptor_t *codec : {identity_codec(), trunc_codec(), fixq_codec()})
+        for (int n : {2, 3, 5}) {
+            World w(codec, n, TERSE_DTYPE_FLOAT32, 1 << 16);
+            for (const Sched &sc : scheds) {
+                // Lossy results are bit-identical across ranks too, except a
+                // reduce-scatter's (each rank holds another block); the
+                // lossless ones also equal a clean run's.
+                const bool same_bits = sc.kind != CollKind::ReduceScatterBlock;
+                const bool exact = codec == identity_codec();
+                RunSpec clean;
+                clean.kind = sc.kind;
+                clean.count = 1200;
+                clean.n = n;
+                clean.algorithm = sc.alg;
+                clean.chunk_bytes = 1024;  // several chunks per hop
+                clean.depth = 2;
+                const size_t elems = sc.kind == CollKind::ReduceScatterBlock ? clean.count * size_t(n) : clean.count;
+                const auto in = make_inputs(clean.dtype, elems, n, 4);
+                bool hung = false;
+                const auto baseline = w.run(clean, in, &hung);
+                ASSERT_TRUE(ok_and_identical(baseline, hung, same_bits));
+                for (const char *step : steps)
+                    for (int origin = 0; origin < n; ++origin) {
+                        SCOPED_TRACE(std::string(codec->name) + " " + sc.name + " n=" + std::to_string(n) +
+                                     " " + step + " on rank " + std::to_string(origin));
+                        RunSpec s = clean;
+                        s.seed = uint32_t(origin + 1);
+                        s.inject_rank = origin;
+                        s.inject = step;
+                        // Whether this rank has such a step at all.
+                        const std::string st = step;
+                        const bool rs = st.rfind("rs:", 0) == 0, ag = st.rfind("ag:", 0) == 0;
+                        bool applies = true;
+                        if (sc.alg == Algorithm::Ring) {
+                            if (rs) applies = sc.kind != CollKind::Allgather;
+                            if (ag) applies = sc.kind != CollKind::ReduceScatterBlock;
+                        } else if (sc.alg == Algorithm::RecursiveDoubling) {
+                            int pof2 = 1;
+                            while (pof2 * 2 <= n) pof2 *= 2;
+                            const bool folded = origin < 2 * (n - pof2) && origin % 2 == 0;
+                            if (rs) applies = !folded;
+                            if (ag) applies = folded;
+                        } else if (rs) {
+                            applies = false;  // gather has no reduce-scatter phase
+                        }
+                        auto res = w.run(s, in, &hung);
+                        ASSERT_FALSE(hung);
+                        if (!applies) {
+                            ASSERT_TRUE(ok_and_identical(res, hung, same_bits));
+                            continue;
+                        }
+                        ++fired;
+                        const bool hop = st.find(':') != std::string::npos;
+                        expect_all_fail(res, hung, hop ? TERSE_ERR_CORRUPT : TERSE_ERR_NO_MEMORY, origin);
+                        if (!hop) {
+                            EXPECT_NE(res[origin].message.find("injected"), std::string::npos) << res[origin].message;
+                        }
+                        s.inject_rank = -1;
+                        res = w.run(s, in, &hung);
+                        ASSERT_TRUE(ok_and_identical(res, hung, same_bits)) << "the call after a failed one must work";
+                        if (exact) {
+                            for (int r = 0; r < n; ++r) EXPECT_EQ(res[r].out, baseline[r].out) << "rank " << r;
+                        }
+                    }
+            }
+        }
+    EXPECT_GT(fired, 500);
+}
+
+TEST(EngineSim, UnknownInjectionIsRefused) {
+    EXPECT_EQ(terse_engine_test_fail_next("rs:sometimes"), -1);
+    EXPECT_EQ(terse_engine_test_fail_next("start:first"), -1);
+    EXPECT_EQ(terse_engine_test_fail_next("nowhere"), -1);
+    EXPECT_EQ(terse_engine_test_fail_next(nullptr), 0);
+}
+
 TEST(Planner, AutoPicksRecursiveDoublingForShortMessages) {
     terse::CommConfig cfg;
     terse::CollArgs a;

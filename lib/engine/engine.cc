@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 #include <sched.h>
+#include <string>
 #include <new>
 #include <vector>
 
@@ -53,6 +54,49 @@ bool engine_take_corruption() {
     if (__builtin_expect(g_corrupt.load(std::memory_order_relaxed) <= 0, 1)) return false;
     return g_corrupt.fetch_sub(1, std::memory_order_relaxed) > 0;
 }
+
+namespace {
+// where | which << 8, 0 when nothing is armed.
+std::atomic<unsigned> g_inject{0};
+}  // namespace
+
+Injection engine_take_injection() {
+    Injection in;
+    if (__builtin_expect(g_inject.load(std::memory_order_relaxed) == 0, 1)) return in;
+    unsigned v = g_inject.exchange(0, std::memory_order_relaxed);
+    in.where = static_cast<Injection::Where>(v & 0xFFu);
+    in.which = static_cast<Injection::Which>(v >> 8);
+    return in;
+}
+
+namespace {
+int arm_injection(const char *spec) {
+    if (!spec || !*spec) {
+        g_inject.store(0, std::memory_order_relaxed);
+        return 0;
+    }
+    const std::string s = spec;
+    const size_t colon = s.find(':');
+    const std::string where = s.substr(0, colon), which = colon == std::string::npos ? "" : s.substr(colon + 1);
+    Injection in;
+    if (where == "start") in.where = Injection::Start;
+    else if (where == "begin") in.where = Injection::Begin;
+    else if (where == "rs") in.where = Injection::RsHop;
+    else if (where == "ag") in.where = Injection::AgHop;
+    else if (where == "hop") in.where = Injection::AnyHop;
+    else return -1;
+    const bool hop = in.where >= Injection::RsHop;
+    if (!hop && !which.empty()) return -1;
+    if (hop) {
+        if (which == "first") in.which = Injection::First;
+        else if (which == "middle") in.which = Injection::Middle;
+        else if (which == "last") in.which = Injection::Last;
+        else return -1;
+    }
+    g_inject.store(unsigned(in.where) | unsigned(in.which) << 8, std::memory_order_relaxed);
+    return 0;
+}
+}  // namespace
 
 // ---------------------------------------------------------------- trivial
 
@@ -296,3 +340,5 @@ unsigned engine_progress_all() {
 extern "C" void terse_engine_test_corrupt_next_sends(int count) {
     terse::g_corrupt_store(count);
 }
+
+extern "C" int terse_engine_test_fail_next(const char *where) { return terse::arm_injection(where); }

@@ -18,13 +18,15 @@
 //   ports.h                the transport and the MPI control plane seen as two
 //                          small interfaces (implemented in lib/runtime/)
 //
-// Failures: a rank that fails locally (corrupt frame, codec error) keeps its
-// schedule going with header-only poison frames, so every rank's operation
-// ends with an error (TERSE_ERR_REMOTE naming the failing rank on the others)
-// and none waits forever.  With a lossy codec the ranks also agree on the
-// outcome at the end (one small allreduce), because a decode can fail on a
-// message that is not forwarded any more.  Transport failures end the
-// operation at once (the MPI error handler then decides).
+// Failures: a rank that fails locally (no memory at the start or in the
+// schedule's set-up, a corrupt frame, a codec error) keeps its schedule
+// going with header-only poison frames, so every rank's operation ends with
+// an error (TERSE_ERR_REMOTE naming the failing rank on the others) and none
+// waits forever.  The ranks also agree on the outcome at the end (one small
+// allreduce), because a rank can fail on a message it does not forward any
+// more.  Transport failures, and a rank that cannot allocate even the
+// operation's bookkeeping, end the operation at once (the MPI error handler
+// then decides).
 //
 // Every collective is an Operation: a state machine that progress() moves
 // forward without blocking, so the same code serves blocking calls (start,
@@ -120,3 +122,14 @@ bool engine_eligible(const CommState *st, const CollArgs &args);
 // process sends get a flipped check value, so their receivers detect a
 // corrupt frame (tests of the poisoned mode: every rank must fail, none hang).
 extern "C" void terse_engine_test_corrupt_next_sends(int count);
+
+// Test hook, reachable only by calling it: the next operation this process
+// starts fails locally at `where`: "start" (as if out of memory while
+// starting), "begin" (the same, right after the schedule is set up), or a
+// hop, where the frame received at that hop is spoiled as a corrupt transfer
+// would be: "rs:W", "ag:W" (reduce-scatter / allgather phase of the ring;
+// recursive doubling's fold and exchanges are "rs", its returned result
+// "ag"; gather's steps are "ag") or "hop:W" (counting every hop of the
+// schedule), W one of first, middle, last.  NULL or "" disarms.  Returns -1
+// for a spec it does not know.  Tests of "no rank left waiting".
+extern "C" int terse_engine_test_fail_next(const char *where);

@@ -67,23 +67,34 @@ Status OpBase::start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> ow
     own_control_ = std::move(own_control);
     if (own_link_) env_.link = own_link_.get();
     if (own_control_) env_.control = own_control_.get();
+    inject_ = engine_take_injection();
 
+    // From here on a local failure poisons: the ranks that did not fail are
+    // already on their way into the schedule and wait for this one's
+    // messages, so it must run the schedule too (with poison frames, which
+    // need only the frame pool) and tell them.
+    if (__builtin_expect(inject_.where == Injection::Start, 0)) {
+        inject_.where = Injection::None;
+        fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory starting an operation (injected by the test hook)");
+    }
     frame_cap_ = frame_capacity(plan_.chunk_elems);
     pool_.init(frame_cap_);
     Status s = scratch_a_.reserve(plan_.chunk_elems * esize_);
     if (s == TERSE_OK) s = scratch_b_.reserve(plan_.chunk_elems * esize_);
     if (s == TERSE_OK) s = scratch_frame_.reserve(frame_cap_);
-    if (s == TERSE_OK) s = setup_feedback();
-    if (s != TERSE_OK) return s;
+    if (s != TERSE_OK) fail_local(s, last_error());
+    if (!poisoned_) setup_feedback();
 
     if (env_.verify && args_.kind == CollKind::Allreduce && args_.count > 0 && env_.control) {
+        // Every rank must post the verifier's control allreduce, failed or not.
         try {
             verifier_ = std::make_unique<Verifier>(env_.control);
         } catch (const std::bad_alloc &) {
             return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting verification");
         }
-        s = verifier_->start(args_.sendbuf, args_.count, args_.dtype, args_.op);
-        if (s != TERSE_OK) return s;
+        s = verifier_->start(args_.sendbuf, args_.count, args_.dtype, args_.op, args_.recvbuf);
+        if (s != TERSE_OK && !verifier_->posted()) return s;
+        if (s != TERSE_OK) fail_local(s, last_error());
     }
 
     if (mode_ == TERSE_REDUCE_SUMMABLE && !identity_ && plan_.schedule != Schedule::Trivial) {
@@ -93,9 +104,37 @@ Status OpBase::start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> ow
         return TERSE_OK;
     }
     stage_ = Stage::Body;
-    return begin();
+    return run_begin();
 }
 
+Status OpBase::run_begin() {
+    Status s = begin();
+    if (s != TERSE_OK) return s;
+    if (__builtin_expect(inject_.where == Injection::Begin, 0)) {
+        inject_.where = Injection::None;
+        fail_local(TERSE_ERR_NO_MEMORY,
+                   "terse: out of memory setting up the schedule (injected by the test hook)");
+    }
+    return TERSE_OK;
+}
+
+bool OpBase::take_injected_hop(bool allgather_phase, size_t hop, size_t nhops, size_t all_hop, size_t all_hops) {
+    size_t want_of = nhops, at = hop;
+    if (inject_.where == Injection::AnyHop) {
+        want_of = all_hops;
+        at = all_hop;
+    } else if ((inject_.where == Injection::AgHop) != allgather_phase) {
+        return false;
+    }
+    if (want_of == 0) return false;
+    size_t want = inject_.which == Injection::First ? 0 : inject_.which == Injection::Last ? want_of - 1 : (want_of - 1) / 2;
+    if (at != want) return false;
+    inject_.where = Injection::None;
+    TERSE_LOG_DEBUG("test hook: spoiling the frame received at hop %zu of %zu", at, want_of);
+    return true;
+}
+
+// A failure here poisons the operation (the caller's fail_local).
 Status OpBase::setup_feedback() {
     if (!env_.feedback || !env_.residuals || lossless_ || identity_ || !dtype_is_float(args_.dtype) ||
         plan_.schedule == Schedule::Trivial)
@@ -105,7 +144,12 @@ Status OpBase::setup_feedback() {
     void *res = env_.residuals->acquire(key, cnt, args_.dtype);
     if (!res) return TERSE_OK;  // over the store's budget (logged there)
     Status s = adjusted_.reserve(cnt * esize_);
-    if (s != TERSE_OK) return s;
+    if (s != TERSE_OK) {
+        // The residual cannot be applied: dropped with the failed operation.
+        residual_key_ = key;
+        fail_local(s, last_error());
+        return s;
+    }
     // The user's buffer stays untouched: the adjusted input is a copy.
     add_out(args_.dtype, adjusted_.data(), args_.sendbuf, res, cnt);
     std::memset(res, 0, cnt * esize_);
@@ -171,7 +215,7 @@ Status OpBase::progress(bool *done) {
         if (s != TERSE_OK) return finish_fatal(s);
         apply_agreement();
         stage_ = Stage::Body;
-        s = begin();
+        s = run_begin();
         if (s != TERSE_OK) return finish_fatal(s);
     }
     if (stage_ == Stage::Body) {
@@ -180,13 +224,13 @@ Status OpBase::progress(bool *done) {
         if (s != TERSE_OK) return finish_fatal(s);
         if (!body_done) return TERSE_OK;
         stage_ = Stage::Finish;
-        // A rank can fail on a message it does not forward (the last step
-        // of a ring or an exchange, or gather's final decode), where poison
-        // frames can no longer reach the others.  With a real codec that
-        // can happen in decode, so the ranks agree on the outcome with one
-        // small allreduce; the lossless path skips it (its only late failure
-        // is a corrupt frame, which MPI's error handler reports).
-        if (!identity_ && n_ > 1 && plan_.schedule != Schedule::Trivial && env_.control) {
+        // A rank can fail on a message it does not forward (the last hop of
+        // a ring phase or an exchange, a folded rank's result, gather's
+        // final decode), where poison frames can no longer reach the others:
+        // a corrupt frame there, a codec's decode, feedback's bookkeeping.
+        // So the ranks agree on the outcome with one small allreduce, on
+        // every path, lossless included.
+        if (n_ > 1 && env_.control) {
             close_flag_ = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
             Status s = env_.control->iallreduce(&close_flag_, &close_flag_, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX,
                                                 &close_req_);

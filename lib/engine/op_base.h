@@ -62,6 +62,15 @@ std::unique_ptr<OpBase> make_trivial_op(const EngineEnv &env, const CollArgs &ar
 bool engine_take_corruption();
 void g_corrupt_store(int count);
 
+// Test hook (see engine.h): a local failure armed for the next operation
+// this process starts.  Where: at its start, right after begin(), or on a
+// hop of a phase; which: the first, middle or last hop of that phase.
+struct Injection {
+    enum Where : uint8_t { None, Start, Begin, RsHop, AgHop, AnyHop } where = None;
+    enum Which : uint8_t { First, Middle, Last } which = First;
+};
+Injection engine_take_injection();
+
 // A frame about to be sent, or received and handed on.
 struct OutFrame {
     const uint8_t *data = nullptr;
@@ -84,15 +93,23 @@ public:
 
     // Set up everything that can fail before the first message; called once
     // by make_operation.  A local failure here poisons the operation (it
-    // still runs its schedule) rather than returning.
+    // still runs its schedule, so that every rank learns of it) rather than
+    // returning; an error return means the schedule cannot run at all.
     Status start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control);
+
+    // A failure on this rank: the operation is poisoned, keeps its schedule
+    // going with poison frames and ends with s and msg here, with
+    // TERSE_ERR_REMOTE on the other ranks.
+    void fail_local(Status s, const char *msg);
 
 protected:
     // The algorithm: called repeatedly once statistics are agreed.  Sets
     // *done when its last message completed.  A non-OK status is fatal
     // (transport failure) and ends the operation at once.
     virtual Status body(bool *done) = 0;
-    // Called once after agreement, before the first body() call.
+    // Called once after agreement, before the first body() call.  Local
+    // failures that leave the schedule runnable poison (fail_local); an
+    // error return is fatal (nothing to run, e.g. no memory for bookkeeping).
     virtual Status begin() { return TERSE_OK; }
     // Every chunk whose statistics summable codecs agree on, in global
     // order: (global index, element offset in the input, count, mine).
@@ -123,9 +140,16 @@ protected:
     terse_codec_call_t call_for(size_t g) const;
 
     // ---- failures
-    void fail_local(Status s, const char *msg);
     void fail_remote(uint32_t origin);
     bool poisoned() const { return poisoned_; }
+    // Test hook: true once, when the armed injection names this hop (hop of
+    // nhops in its phase, and overall hop of all_hops in the schedule); the
+    // caller then spoils the received frame, as a corrupted transfer would.
+    bool inject_armed() const { return __builtin_expect(inject_.where >= Injection::RsHop, 0); }
+    bool injected_hop(bool allgather_phase, size_t hop, size_t nhops, size_t all_hop, size_t all_hops) {
+        if (!inject_armed()) return false;
+        return take_injected_hop(allgather_phase, hop, nhops, all_hop, all_hops);
+    }
 
     // ---- error feedback
     bool feedback_on() const { return residual_ != nullptr; }
@@ -165,6 +189,8 @@ protected:
     double t_encode_ = 0, t_decode_ = 0;
 
 private:
+    bool take_injected_hop(bool allgather_phase, size_t hop, size_t nhops, size_t all_hop, size_t all_hops);
+    Status run_begin();
     Status finish_ok();
     Status finish_fatal(Status s);
     Status final_status();
@@ -177,6 +203,7 @@ private:
     std::unique_ptr<Control> own_control_;
     enum class Stage { Agree, Body, Close, Finish, Done } stage_ = Stage::Agree;
 
+    Injection inject_;
     bool poisoned_ = false;
     bool local_failure_ = false;
     Status fail_status_ = TERSE_OK;
@@ -191,7 +218,7 @@ private:
     std::vector<double> agreed_;
     std::vector<size_t> agreed_off_;
     ControlRequest agree_req_;
-    // Closing agreement (codecs that decode at the last step, see progress()).
+    // Closing agreement on the outcome (see progress()).
     double close_flag_ = 0;
     ControlRequest close_req_;
 

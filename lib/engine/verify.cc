@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 namespace terse {
 
@@ -11,14 +12,21 @@ Verifier::~Verifier() {
     if (req_.active) control_->wait(&req_);
 }
 
-Status Verifier::start(const void *input, size_t count, terse_dtype_t dtype, terse_op_t op) {
+Status Verifier::start(const void *input, size_t count, terse_dtype_t dtype, terse_op_t op, void *spare) {
     dtype_ = dtype;
     count_ = count;
     // 16-bit floats have no MPI type: reduce them as float32 (the exact sum
     // of the 16-bit inputs, which is what terse should approximate).
     wire_dtype_ = (dtype == TERSE_DTYPE_FLOAT16 || dtype == TERSE_DTYPE_BFLOAT16) ? TERSE_DTYPE_FLOAT32 : dtype;
     Status s = buf_.reserve(count * dtype_size(wire_dtype_));
-    if (s != TERSE_OK) return s;
+    if (s != TERSE_OK) {
+        std::string msg = last_error();
+        // 16-bit inputs travel as float32, twice as large as spare.
+        if (wire_dtype_ != dtype || !spare) return s;
+        s = control_->iallreduce(spare, spare, count, wire_dtype_, op, &req_);
+        if (s != TERSE_OK) return s;
+        return set_error(TERSE_ERR_NO_MEMORY, "%s", msg.c_str());
+    }
     if (wire_dtype_ == dtype) {
         std::memcpy(buf_.data(), input, count * dtype_size(dtype));
     } else {

@@ -28,8 +28,14 @@ public:
     Verifier(const Verifier &) = delete;
     Verifier &operator=(const Verifier &) = delete;
 
-    // input: count elements of dtype, combined with op over ranks.
-    Status start(const void *input, size_t count, terse_dtype_t dtype, terse_op_t op);
+    // input: count elements of dtype, combined with op over ranks.  Every
+    // rank must join the control allreduce, so when the private copy cannot
+    // be allocated it is still posted, on spare (count elements of dtype,
+    // whose contents it then overwrites), and TERSE_ERR_NO_MEMORY returned:
+    // the caller's operation has failed, but its peers are not left waiting.
+    Status start(const void *input, size_t count, terse_dtype_t dtype, terse_op_t op, void *spare);
+    // Whether start() posted the control allreduce (then every rank did).
+    bool posted() const { return req_.active; }
     bool test(Status *status);
     // Compare result (count elements of dtype) with the exact one.
     void record(const void *result, Stats *stats) const;

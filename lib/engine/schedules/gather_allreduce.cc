@@ -65,6 +65,7 @@ protected:
         const size_t s = i / c_, k = i % c_;
         const int q = mod(r_ - 1 - int(s));
         const size_t n = plan_chunks_.chunk_len(0, k);
+        if (injected_hop(true, s, size_t(n_ - 1), s, size_t(n_ - 1))) frame_spoil_check(buf);
         FrameInfo fi;
         if (!open_frame(buf, len, n, mod(r_ - 1), &fi)) {
             poison_out(buf, n, out);
@@ -103,6 +104,13 @@ private:
         size_t idx = size_t(r_) * c_ + k;
         if (frames_[idx]) return;
         const size_t n = plan_chunks_.chunk_len(0, k), off = plan_chunks_.chunk_off(0, k);
+        if (poisoned()) {
+            // A header needs no scratch (which may be what failed).
+            static thread_local uint8_t poison[kFrameHeaderSize];
+            lens_[idx] = seal_poison(poison, n);
+            frames_[idx] = poison;
+            return;
+        }
         uint8_t *tmp = scratch_frame();
         const uint8_t *src = elem(input_, off);
         size_t len = encode_frame(src, n, k, tmp, 1);

@@ -70,7 +70,16 @@ Status MessageStream::progress(bool *done) {
         // Keep `depth` receives posted ahead of processing.
         while (posted_ < p_.nrecv && posted_ - processed_ < depth) {
             uint8_t *buf = op_->pool().get();
-            if (!buf) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for receive buffers");
+            if (!buf) {
+                // The peer must still be drained: poison the operation and
+                // post the receive once a buffer comes back (a send
+                // completes or a receive is processed).  With nothing in
+                // flight none ever will, and the operation cannot go on.
+                if (inflight_ == 0 && posted_ == processed_)
+                    return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for receive buffers");
+                op_->fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for receive buffers");
+                break;
+            }
             size_t idx = posted_ % depth;
             rbufs_[idx] = buf;
             Status st = link->irecv(p_.left, op_tag(env, p_.left, p_.slot_base + posted_), buf,

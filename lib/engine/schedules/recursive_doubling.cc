@@ -97,7 +97,8 @@ protected:
         if (!folded_) {
             if (summable_) {
                 for (size_t k = 0; k < c_; ++k)
-                    if (!make_own_acc_frame(k)) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory");
+                    if (!make_own_acc_frame(k))
+                        fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a frame buffer");
             } else if (input_ != args_.recvbuf) {
                 std::memcpy(args_.recvbuf, input_, args_.count * esize_);
             }
@@ -169,6 +170,23 @@ protected:
         const size_t k = (st.kind == Kind::FinalRecv && two_frames()) ? i / 2 : i;
         const size_t n = pc_.chunk_len(0, k), off = pc_.chunk_off(0, k);
         uint8_t *acc = elem(args_.recvbuf, off);
+        if (i == 0 && inject_armed()) {
+            // Hops: the receiving stages; fold and exchanges reduce ("rs"),
+            // the final stage returns the result ("ag").
+            size_t hop = 0, hops = 0, all = 0, all_hops = 0;
+            const bool ag = st.kind == Kind::FinalRecv;
+            for (size_t q = 0; q < stages_.size(); ++q) {
+                const Kind kq = stages_[q].kind;
+                if (kq == Kind::FoldSend || kq == Kind::FinalSend) continue;
+                if (q == cur_) {
+                    hop = hops;
+                    all = all_hops;
+                }
+                if ((kq == Kind::FinalRecv) == ag) ++hops;
+                ++all_hops;
+            }
+            if (injected_hop(ag, hop, hops, all, all_hops)) frame_spoil_check(buf);
+        }
         FrameInfo fi;
         bool ok = open_frame(buf, len, n, st.peer, &fi);
         if (st.kind == Kind::Exchange) ensure_own(k);  // before acc changes

@@ -51,13 +51,13 @@ Status RingOp::begin() {
         if (has_rs_)
             for (int s = 0; s <= n_ - 2; ++s) {
                 int b = mod(r_ - s - 2);
-                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({false, s == n_ - 2, uint32_t(b), k});
+                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({false, s == n_ - 2, uint32_t(s), uint32_t(b), k});
                 p.nsend += nch(r_ - s - 1);
             }
         if (has_ag_)
             for (int s = 0; s <= n_ - 2; ++s) {
                 int b = mod(r_ - s - 1);
-                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({true, s == n_ - 2, uint32_t(b), k});
+                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({true, s == n_ - 2, uint32_t(s), uint32_t(b), k});
                 p.nsend += nch(r_ - s);
             }
     } catch (const std::bad_alloc &) {
@@ -83,6 +83,8 @@ void RingOp::stream_primary(size_t j, OutFrame *out) {
 
 void RingOp::stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) {
     const Msg &m = recvs_[i];
+    const size_t hops = size_t(n_ - 1), before = m.ag && has_rs_ ? hops : 0;
+    if (injected_hop(m.ag, m.step, hops, before + m.step, (has_rs_ + has_ag_) * hops)) frame_spoil_check(buf);
     if (m.ag) ag_received(m, buf, len, out);
     else rs_received(m, buf, len, out);
 }

@@ -43,6 +43,7 @@ private:
     struct Msg {
         bool ag;        // allgather phase (else reduce-scatter)
         bool last;      // step n-2
+        uint32_t step;  // 0..n-2 within the phase
         uint32_t block;
         size_t chunk;
     };
