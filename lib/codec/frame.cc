@@ -43,8 +43,8 @@ T get(const uint8_t *p, size_t off) {
 
 }  // namespace
 
-size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
-                  uint32_t contributors, uint64_t count, uint64_t payload_len) {
+uint32_t frame_seal_header(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
+                           uint32_t contributors, uint64_t count, uint64_t payload_len) {
     auto *p = static_cast<uint8_t *>(dst);
     put<uint32_t>(p, kOffMagic, kFrameMagic);
     put<uint8_t>(p, kOffVersion, kFrameVersion);
@@ -55,10 +55,17 @@ size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_
     put<uint32_t>(p, kOffContrib, contributors);
     put<uint64_t>(p, kOffCount, count);
     put<uint64_t>(p, kOffPayloadLen, payload_len);
-    uint32_t check = crc32c(0, p, kCheckedHeader);
-    check = crc32c(check, p + kFrameHeaderSize, payload_len);
-    put<uint32_t>(p, kOffCheck, check);
     put<uint32_t>(p, kOffReserved1, 0);
+    return crc32c(0, p, kCheckedHeader);
+}
+
+void frame_seal_check(void *dst, uint32_t check) { put<uint32_t>(static_cast<uint8_t *>(dst), kOffCheck, check); }
+
+size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
+                  uint32_t contributors, uint64_t count, uint64_t payload_len) {
+    auto *p = static_cast<uint8_t *>(dst);
+    uint32_t check = frame_seal_header(dst, dtype, flags, codec_id, contributors, count, payload_len);
+    frame_seal_check(dst, crc32c(check, p + kFrameHeaderSize, payload_len));
     return kFrameHeaderSize + payload_len;
 }
 
@@ -78,14 +85,13 @@ FrameInfo frame_info(const void *frame, size_t len) {
 void frame_spoil_check(void *frame) { static_cast<uint8_t *>(frame)[kOffCheck] ^= 0x5A; }
 
 // Fields are checked one by one so that the message names the first one
-// that is wrong; the check value comes last because a field-specific
-// message says more than "check value mismatch" when a sender is buggy.
+// that is wrong.
 // A poison frame is accepted whatever its dtype, count and codec: the rank
 // that failed may not have got far enough to know them, and its receivers
 // must fail with "remote failure", not "corrupt frame".
-Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
-                  uint32_t expect_codec_id, uint64_t expect_count, int peer,
-                  FrameInfo *out) {
+Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype,
+                         uint32_t expect_codec_id, uint64_t expect_count, int peer,
+                         FrameInfo *out, uint32_t *check) {
     const auto *p = static_cast<const uint8_t *>(buf);
     if (p == nullptr || len < kFrameHeaderSize)
         return set_error(TERSE_ERR_CORRUPT,
@@ -178,15 +184,7 @@ Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
                              count > UINT64_MAX / esize ? UINT64_MAX : count * esize);
     }
 
-    const uint32_t stored = get<uint32_t>(p, kOffCheck);
-    uint32_t check = crc32c(0, p, kCheckedHeader);
-    check = crc32c(check, p + kFrameHeaderSize, payload_len);
-    if (check != stored)
-        return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: check value 0x%08" PRIx32 ", computed 0x%08" PRIx32
-                         " over %" PRIu64 " payload bytes (data corrupted in transit)",
-                         peer, stored, check, payload_len);
-
+    *check = crc32c(0, p, kCheckedHeader);
     if (out) {
         out->dtype = static_cast<terse_dtype_t>(dtype);
         out->flags = static_cast<uint8_t>(flags);
@@ -197,6 +195,32 @@ Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
         out->payload = p + kFrameHeaderSize;
     }
     return TERSE_OK;
+}
+
+Status frame_open_check(const void *buf, uint32_t check, int peer) {
+    const auto *p = static_cast<const uint8_t *>(buf);
+    const uint32_t stored = get<uint32_t>(p, kOffCheck);
+    if (check != stored)
+        return set_error(TERSE_ERR_CORRUPT,
+                         "frame from rank %d: check value 0x%08" PRIx32 ", computed 0x%08" PRIx32
+                         " over %" PRIu64 " payload bytes (data corrupted in transit)",
+                         peer, stored, check, get<uint64_t>(p, kOffPayloadLen));
+    return TERSE_OK;
+}
+
+// The check value comes last because a field-specific message says more
+// than "check value mismatch" when a sender is buggy.
+Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
+                  uint32_t expect_codec_id, uint64_t expect_count, int peer,
+                  FrameInfo *out) {
+    FrameInfo fi;
+    uint32_t check = 0;
+    Status s = frame_open_header(buf, len, expect_dtype, expect_codec_id, expect_count, peer, &fi, &check);
+    if (s != TERSE_OK) return s;
+    check = crc32c(check, fi.payload, fi.payload_len);
+    s = frame_open_check(buf, check, peer);
+    if (s == TERSE_OK && out) *out = fi;
+    return s;
 }
 
 }  // namespace terse

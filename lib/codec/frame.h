@@ -53,6 +53,24 @@ uint32_t crc32c(uint32_t crc, const void *data, size_t len);
 size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
                   uint32_t contributors, uint64_t count, uint64_t payload_len);
 
+// Sealing and opening in two steps, for a caller that computes the check
+// value over the payload itself, in the same pass that produces or reads
+// the payload (the data then passes through the cache once):
+//   frame_seal_header writes every field but the check value and returns
+//   the check value of the header; continue it with crc32c over the payload
+//   and store it with frame_seal_check.
+//   frame_open_header makes every check of frame_open except the check
+//   value and returns the header's part of it in *check; continue it over
+//   the payload and compare with frame_open_check.
+// frame_seal and frame_open are the two steps in one.
+uint32_t frame_seal_header(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
+                           uint32_t contributors, uint64_t count, uint64_t payload_len);
+void frame_seal_check(void *dst, uint32_t check);
+Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype,
+                         uint32_t expect_codec_id, uint64_t expect_count, int peer,
+                         FrameInfo *out, uint32_t *check);
+Status frame_open_check(const void *buf, uint32_t check, int peer);
+
 // The header of a frame of len bytes that this process sealed or already
 // validated with frame_open: fields as stored, nothing checked.
 FrameInfo frame_info(const void *frame, size_t len);

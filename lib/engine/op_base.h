@@ -134,6 +134,16 @@ protected:
     bool open_frame(const uint8_t *buf, size_t len, size_t n, int peer, FrameInfo *fi);
     // Header of a frame this rank built or already validated.
     static FrameInfo trusted_info(const uint8_t *frame, size_t len) { return frame_info(frame, len); }
+    // Lossless hops on raw frames, reading the data once: the check values
+    // are computed block by block while the block is in cache, in the pass
+    // that reduces or copies it.  reduce_raw_hop: buf (len bytes from peer,
+    // n elements expected) becomes the frame for the next hop, its payload
+    // reduced with mine in place and sealed for `contributors` ranks.
+    // copy_raw_hop: buf's payload is copied to dst, buf itself is left as it
+    // came.  Both false when the operation is (or becomes) poisoned; with a
+    // frame that is not raw they do what open_frame and decode_frame do.
+    bool reduce_raw_hop(uint8_t *buf, size_t len, size_t n, int peer, const void *mine);
+    bool copy_raw_hop(const uint8_t *buf, size_t len, size_t n, size_t g, int peer, void *dst);
     // dst = decoded (accumulate false) or dst = dst op decoded.
     bool decode_frame(const FrameInfo &fi, size_t g, void *dst, size_t n, bool accumulate);
     bool is_raw(const FrameInfo &fi) const { return fi.flags & FRAME_RAW; }

@@ -42,9 +42,14 @@ void RingOp::ag_primary(size_t k, OutFrame *out) {
 
 void RingOp::ag_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out) {
     const size_t n = plan_chunks_.chunk_len(m.block, m.chunk), g = plan_chunks_.global(m.block, m.chunk);
-    FrameInfo fi;
-    if (!open_frame(buf, len, n, mod(r_ - 1), &fi) || !decode_frame(fi, g, result(m.block, m.chunk), n, false))
-        return poison_out(buf, n, out);
+    if (identity_) {
+        // Lossless: check and copy in one pass over the payload.
+        if (!copy_raw_hop(buf, len, n, g, mod(r_ - 1), result(m.block, m.chunk))) return poison_out(buf, n, out);
+    } else {
+        FrameInfo fi;
+        if (!open_frame(buf, len, n, mod(r_ - 1), &fi) || !decode_frame(fi, g, result(m.block, m.chunk), n, false))
+            return poison_out(buf, n, out);
+    }
     if (!out) {
         pool().put(buf);
         return;

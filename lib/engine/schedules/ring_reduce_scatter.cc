@@ -33,6 +33,17 @@ void RingOp::rs_primary(size_t k, OutFrame *out) {
 
 void RingOp::rs_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out) {
     const size_t n = plan_chunks_.chunk_len(m.block, m.chunk);
+    if (identity_ && out) {
+        // Lossless fast path: reduce straight out of the receive buffer into
+        // the frame that goes on (the same buffer), checking the incoming
+        // payload and sealing the outgoing one in the same pass.
+        if (!reduce_raw_hop(buf, len, n, mod(r_ - 1), own(m.block, m.chunk))) return poison_out(buf, n, out);
+        out->len = kFrameHeaderSize + n * esize_;
+        out->data = buf;
+        out->owned = buf;
+        if (m.last) std::memcpy(result(m.block, m.chunk), buf + kFrameHeaderSize, n * esize_);
+        return;
+    }
     FrameInfo fi;
     if (!open_frame(buf, len, n, mod(r_ - 1), &fi)) return poison_out(buf, n, out);
     if (mode_ == TERSE_REDUCE_SUMMABLE && !identity_) rs_summable(m, fi, buf, out);
@@ -67,18 +78,6 @@ void RingOp::rs_recompress(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutF
             decode_frame(fi, g, dst, n, true);
         }
         pool().put(buf);
-        return;
-    }
-
-    if (identity_ && is_raw(fi)) {
-        // Lossless fast path: reduce straight out of the receive buffer into
-        // the frame that goes on (the same buffer), one pass over the data.
-        uint8_t *payload = buf + kFrameHeaderSize;
-        timed_reduce_out(payload, mine, payload, n);
-        out->len = frame_seal(buf, args_.dtype, FRAME_RAW, 0, contributors, n, n * esize_);
-        out->data = buf;
-        out->owned = buf;
-        if (m.last) std::memcpy(result(b, k), payload, n * esize_);
         return;
     }
 
