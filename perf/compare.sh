@@ -35,6 +35,9 @@ Usage: perf/compare.sh [options] [-- extra terse-osu-allreduce options]
   -t KIND          laplace (default), gauss, smooth, file:PATH
   --build DIR      terse build tree (default: $top/build)
   --prefix DIR     installed terse instead of a build tree
+  --ref-build DIR  also run each codec with the terse of this other build tree
+                   (e.g. the commit before a change), interleaved in the same
+                   rounds, and add its latency and terse/ref speed columns
   --no-netns       no namespace and no shaping (no root needed); still TCP over lo
   --native         no namespace, and both MPI and terse's UCX on their default
                    transports (shared memory): e.g. the small-message overhead
@@ -52,7 +55,7 @@ die() { echo "$prog: $*" >&2; exit 2; }
 
 # ------------------------------------------------------------------ options
 np=2 rate=1gbit delay="" sizes=1M:64M iters=20 warmup=2 limit=3 dtype=float kind=laplace
-build="" prefix="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs="" native="" repeat=1
+build="" prefix="" ref_build="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs="" native="" repeat=1
 codecs=()
 extra=()
 need() { [ "$2" -ge 2 ] || die "$1 needs a value (see --help)"; }
@@ -70,6 +73,7 @@ while [ $# -gt 0 ]; do
     -t) need "$1" $#; kind=$2; shift 2 ;;
     --build) need "$1" $#; build=$2; shift 2 ;;
     --prefix) need "$1" $#; prefix=$2; shift 2 ;;
+    --ref-build) need "$1" $#; ref_build=$2; shift 2 ;;
     --no-netns) use_netns=0; shift ;;
     --native) use_netns=0; native=1; shift ;;
     --csv) need "$1" $#; csv_out=$2; shift 2 ;;
@@ -108,6 +112,13 @@ locate() {
     [ -f "$libterse" ] || die "libterse.so not found at ${libterse:-$prefix/lib} (build or install terse first)"
 }
 locate
+if [ -n "$ref_build" ]; then
+    ref_build=$(cd "$ref_build" 2>/dev/null && pwd) || die "--ref-build: build tree \"$ref_build\" not found"
+    ref_libterse="$ref_build/mpi-wrappers/.libs/libterse.so"
+    [ -f "$ref_libterse" ] || die "--ref-build: libterse.so not found at $ref_libterse"
+    ref_plugin_path=$(ls -d "$ref_build"/plugins/*/.libs 2>/dev/null | tr '\n' ':')
+    ref_plugin_path=${ref_plugin_path%:}
+fi
 
 # A codec's plugin module: terse_<name>.so somewhere on the plugin path.
 plugin_present() {
@@ -166,13 +177,19 @@ if [ -n "$inside" ]; then
         i=0
         for c in "${codecs[@]}"; do
             i=$((i + 1))
-            label "terse codec=$c" "$rep"
-            envs=(-x LD_PRELOAD="$libterse" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$plugin_path${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
-                  ${ucx_envs[@]+"${ucx_envs[@]}"})
-            for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
-                case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) ;; *) envs+=(-x "$v") ;; esac
+            # The reference build (if any) runs first in every round, so
+            # neither side always follows the other.
+            for side in ${ref_build:+ref} terse; do
+                lib=$libterse pp=$plugin_path
+                if [ "$side" = ref ]; then lib=$ref_libterse pp=$ref_plugin_path; fi
+                label "terse${side:+ ($side build)} codec=$c" "$rep"
+                envs=(-x LD_PRELOAD="$lib" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$pp${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
+                      ${ucx_envs[@]+"${ucx_envs[@]}"})
+                for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
+                    case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) ;; *) envs+=(-x "$v") ;; esac
+                done
+                run_one "$side$i.$r" "${envs[@]}"
             done
-            run_one "terse$i.$r" "${envs[@]}"
         done
     done
     exit 0
@@ -196,7 +213,7 @@ codecs=("${kept[@]}")
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/terse-compare.XXXXXX")
 trap 'rm -rf "$workdir"' EXIT
 inner=("$0" --inside "$workdir" ${native:+--native} --repeat "$repeat" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
-       -d "$dtype" -t "$kind" ${prefix:+--prefix "$prefix"} ${build:+--build "$build"} ${progress:+--progress "$progress"})
+       -d "$dtype" -t "$kind" ${prefix:+--prefix "$prefix"} ${build:+--build "$build"} ${ref_build:+--ref-build "$ref_build"} ${progress:+--progress "$progress"})
 for c in "${codecs[@]}"; do inner+=(--codec "$c"); done
 inner+=(-- ${extra[@]+"${extra[@]}"})
 if [ "$use_netns" = 1 ]; then
@@ -209,7 +226,9 @@ fi
 # ------------------------------------------------------------ outside: table
 # Rounds -> one result per run: the median latency over rounds per size (a
 # failed round fails the run).  Errors and ratios come from the first round.
-for name in baseline $(seq -f 'terse%g' 1 ${#codecs[@]}); do
+ref_names=""
+[ -n "$ref_build" ] && ref_names=$(seq -f 'ref%g' 1 ${#codecs[@]})
+for name in baseline $(seq -f 'terse%g' 1 ${#codecs[@]}) $ref_names; do
     rc=0
     files=()
     for r in $(seq 1 "$repeat"); do
@@ -266,7 +285,9 @@ else
     echo "# terse:    same mpirun flags + LD_PRELOAD=$libterse TERSE_UCX_TLS=${TERSE_UCX_TLS:-tcp} TERSE_UCX_NET_DEVICES=${TERSE_UCX_NET_DEVICES:-lo}"
 fi
 env | grep '^TERSE_' | grep -v '^TERSE_\(CODEC\|PLUGIN_PATH\|UCX_TLS\|UCX_NET_DEVICES\)=' | sed 's/^/#   also /'
+[ -n "$ref_build" ] && echo "# ref:      the same runs with LD_PRELOAD=$ref_libterse (interleaved in every round)"
 echo "# speedup = MPI avg / terse avg latency (>1: terse faster); busbw = size/avg * 2(n-1)/n"
+[ -n "$ref_build" ] && echo "# vs ref = ref avg / terse avg latency (>1: this build faster than the reference build)"
 
 fail=0
 i=0
@@ -280,7 +301,12 @@ for c in "${codecs[@]}"; do
         fail=1
         continue
     fi
-    # Join the two CSVs on size.
+    ref_csv=/dev/null
+    if [ -n "$ref_build" ]; then
+        if [ "$(rc_of ref$i)" = 0 ]; then ref_csv="$workdir/ref$i.csv"
+        else echo "reference build run FAILED (exit $(rc_of ref$i)); its columns are left out:"; tail -n 5 "$workdir/ref$i.err" | sed 's/^/  | /'; fi
+    fi
+    # Join the CSVs on size (the reference build's third, when there is one).
     awk -F, -v np="$np" -v rate="$rate" -v delay="${delay:-0}" -v codec="$c" -v dtype="$dtype" -v kind="$kind" \
         -v csv="$csv_out" '
     function human(b) {
@@ -296,19 +322,24 @@ for c in "${codecs[@]}"; do
     file == 2 {
         order[++n] = $1; tavg[$1] = $2; tbw[$1] = $6; ratio[$1] = $7; tabs[$1] = $8; terr[$1] = $9
         tit[$1] = $5; ident[$1] = $10
+        next
     }
+    file == 3 { ravg[$1] = $2; has_ref = 1 }
     END {
-        printf "%-7s %13s %13s %8s %10s %10s %7s %10s %10s\n", "Size", "MPI avg(us)", "terse avg(us)",
+        printf "%-7s %13s %13s %8s %10s %10s %7s %10s %10s", "Size", "MPI avg(us)", "terse avg(us)",
                "speedup", "MPI busbw", "terse bw", "wire", "MPI", "terse"
+        if (has_ref) printf " %13s %8s", "ref avg(us)", "vs ref"
+        printf "\n"
         printf "%-7s %13s %13s %8s %10s %10s %7s %10s %10s\n", "", "", "", "", "(GB/s)", "(GB/s)", "ratio",
                "max rel", "max rel"
         for (k = 1; k <= n; k++) {
             s = order[k]
             if (!(s in mavg)) continue
             sp = tavg[s] > 0 ? mavg[s] / tavg[s] : 0
-            printf "%-7s %13s %13s %7.2fx %10.3f %10.3f %7s %10.2e %10.2e%s\n", human(s), us(mavg[s]), us(tavg[s]),
-                   sp, mbw[s], tbw[s], (ratio[s] == "" ? "-" : ratio[s]), merr[s], terr[s],
-                   (ident[s] == "1" ? "" : "  (ranks differ!)")
+            printf "%-7s %13s %13s %7.2fx %10.3f %10.3f %7s %10.2e %10.2e", human(s), us(mavg[s]), us(tavg[s]),
+                   sp, mbw[s], tbw[s], (ratio[s] == "" ? "-" : ratio[s]), merr[s], terr[s]
+            if (has_ref) printf " %13s %7.2fx", (s in ravg ? us(ravg[s]) : "-"), (s in ravg && tavg[s] > 0 ? ravg[s] / tavg[s] : 0)
+            printf "%s\n", (ident[s] == "1" ? "" : "  (ranks differ!)")
             if (csv != "") {
                 if (!header_done) {
                     if ((getline line < csv) <= 0)
@@ -320,7 +351,7 @@ for c in "${codecs[@]}"; do
                        tit[s], ident[s] >> csv
             }
         }
-    }' "$workdir/baseline.csv" "$workdir/terse$i.csv"
+    }' "$workdir/baseline.csv" "$workdir/terse$i.csv" "$ref_csv"
     if ! grep -q '^# terse: [0-9]' "$workdir/terse$i.csv"; then
         echo "note: terse was not loaded in this run (LD_PRELOAD of $libterse had no effect)"
     fi
