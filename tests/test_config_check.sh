@@ -72,9 +72,9 @@ run env-values 0 "MPI_COMM_WORLD: enable=1 codec=none min_bytes=1024 chunk_bytes
     -- env TERSE_CODEC=none TERSE_MIN_BYTES=1K TERSE_CHUNK_BYTES=256KiB TERSE_PIPELINE_DEPTH=8 \
        TERSE_ALGORITHM=ring TERSE_FEEDBACK=off TERSE_VERIFY=on TERSE_STATS=all TERSE_LOG=debug "$tool"
 run ucx-variables 0 "MPI_COMM_WORLD: enable=1" -- env TERSE_UCX_TLS=tcp TERSE_UCX_NET_DEVICES=lo "$tool"
-run misspelled-variable 1 "unknown environment variable TERSE_CODECS" "did you mean TERSE_CODEC?" \
+run misspelled-variable 1 "environment: unknown variable 'TERSE_CODECS'" "did you mean 'TERSE_CODEC'?" \
     -- env TERSE_CODECS=none "$tool"
-run misspelled-variable-2 1 "TERSE_CHUNK_SIZE" "did you mean TERSE_CHUNK_BYTES?" \
+run misspelled-variable-2 1 "TERSE_CHUNK_SIZE" "did you mean 'TERSE_CHUNK_BYTES'?" \
     -- env TERSE_CHUNK_SIZE=1M "$tool"
 run bad-env-value 1 "TERSE_PIPELINE_DEPTH: invalid value '0' for pipeline_depth (accepted: an integer 1..64)" \
     -- env TERSE_PIPELINE_DEPTH=0 "$tool"

@@ -28,7 +28,7 @@ echo "$out"
 echo "== misspelled variable stops the job with a suggestion"
 out=$(TERSE_CODECC=none run_np 2 ./test_threads 2>&1); rc=$?
 [ $rc -ne 0 ] || fail "misspelled TERSE_CODECC accepted"
-echo "$out" | grep -q "did you mean TERSE_CODEC" || { echo "$out"; fail "no suggestion for TERSE_CODECC"; }
+echo "$out" | grep -q "did you mean 'TERSE_CODEC'" || { echo "$out"; fail "no suggestion for TERSE_CODECC"; }
 
 echo "== unknown codec stops the job naming the available ones"
 out=$(TERSE_CODEC=quantise run_np 2 ./test_threads 2>&1); rc=$?

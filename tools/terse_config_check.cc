@@ -6,6 +6,7 @@
 // asked for.  It calls the same functions as the library, so it accepts and
 // rejects exactly what a run would, but without MPI, UCX or a job launcher.
 #include "config/config.h"
+#include "config/config_keys.h"
 #include "codec/registry.h"
 #include "util/status.h"
 
@@ -24,7 +25,7 @@ constexpr const char *kProg = "terse-config-check";
 
 void usage(FILE *out) {
     fprintf(out,
-            "usage: %s [--config FILE] [--comm NAME]... [--help]\n"
+            "usage: %s [--config FILE] [--comm NAME]... [--keys] [--help]\n"
             "\n"
             "Checks terse's configuration as a run would see it: the TERSE_* environment,\n"
             "the config file (--config FILE, else TERSE_CONFIG), and every codec with its\n"
@@ -34,6 +35,7 @@ void usage(FILE *out) {
             "\n"
             "  --config FILE   config file to check instead of TERSE_CONFIG\n"
             "  --comm NAME     communicator name to resolve (repeatable)\n"
+            "  --keys          list every key: default, sources, accepted values, meaning\n"
             "  --help          this text\n"
             "\n"
             "Exit status: 0 valid, 1 invalid (the message says what and where), 2 usage error.\n"
@@ -51,6 +53,21 @@ void usage(FILE *out) {
     for (size_t i = 0; i < vars.size(); ++i)
         fprintf(out, "%s%s", vars[i].c_str(), i + 1 < vars.size() ? (i % 4 == 3 ? ",\n  " : ", ") : "\n");
     fprintf(out, "  TERSE_UCX_* are passed to UCX.\n");
+}
+
+// The key table, as the library reads it.
+void list_keys(FILE *out) {
+    for (const ConfigKey &k : config_key_table()) {
+        fprintf(out, "%s = %s\n    %s:", k.name.c_str(), k.default_text.c_str(),
+                k.scope == KeyScope::Comm ? "per communicator" : "process-wide");
+        const char *sep = " ";
+        for (ConfigSource s : {kFromEnv, kFromFile, kFromInfo, kFromApi})
+            if (k.accepts(s)) {
+                fprintf(out, "%s%s %s", sep, config_source_name(s), config_key_spelling(k, s).c_str());
+                sep = ", ";
+            }
+        fprintf(out, "\n    accepted: %s\n    %s\n", k.accepted.c_str(), k.help.c_str());
+    }
 }
 
 int usage_error(const char *fmt, const char *arg) {
@@ -99,6 +116,10 @@ int main(int argc, char **argv) {
         std::string opt = argv[i], value;
         if (opt == "--help" || opt == "-h") {
             usage(stdout);
+            return 0;
+        }
+        if (opt == "--keys") {
+            list_keys(stdout);
             return 0;
         }
         const size_t eq = opt.find('=');

@@ -6,7 +6,8 @@
 // Everything here is local (no communication) and pure parsing: codec names
 // and codec parameters are checked against the plugins by the registry, not
 // here.  Every error names the source, the key, the bad value and what is
-// accepted, via set_error().
+// accepted, via set_error().  The keys, their kinds of value, ranges and
+// sources are one table (config_keys.h); the fields below are set through it.
 #pragma once
 
 #include "util/status.h"
@@ -35,6 +36,8 @@ enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather };
 const char *algorithm_name(Algorithm a);
 
 // Settings that apply to one communicator; must agree across its ranks.
+// Each field is a row of the key table (config_keys.cc); its initialiser is
+// the key's default.
 struct CommConfig {
     bool enable = true;               // enable
     CodecSpec codec;                  // codec
@@ -45,11 +48,11 @@ struct CommConfig {
     int feedback = -1;                // feedback: -1 codec default, 0 off, 1 on
     bool verify = false;              // verify: compare with PMPI, record error
 
-    std::string canonical() const;    // "enable=1 codec=... min_bytes=..." stable order
+    std::string canonical() const;    // "enable=1 codec=... min_bytes=..." in table order
     uint64_t hash() const;            // FNV-1a of canonical()
 };
 
-// Process-wide settings (not per communicator).
+// Process-wide settings (not per communicator), rows of the key table too.
 struct GlobalConfig {
     std::string plugin_path;          // TERSE_PLUGIN_PATH (colon-separated dirs)
     std::string config_file;          // TERSE_CONFIG
@@ -59,8 +62,8 @@ struct GlobalConfig {
     unsigned capture_interval = 1;    // TERSE_CAPTURE_INTERVAL
 };
 
-// One key of CommConfig; key is the bare name ("codec", "min_bytes"...).
-// source is used in messages, e.g. "TERSE_MIN_BYTES" or "config file x:12".
+// One key of CommConfig as a config file spells it ("codec", "min_bytes"...).
+// source is used in messages, e.g. "config file x:12" or "--chunk-bytes".
 Status config_apply(CommConfig *cfg, std::string_view key, std::string_view value,
                     const std::string &source);
 
@@ -70,7 +73,7 @@ Status codec_spec_parse(std::string_view text, const std::string &source, CodecS
 // Sizes accept plain bytes or K/M/G suffixes (powers of 1024): "64K", "1M".
 Status parse_size(std::string_view text, const std::string &source, size_t *out);
 
-// Names of the keys config_apply accepts, for listings.
+// Names of the keys config_apply accepts, in table order.
 const std::vector<std::string> &config_keys();
 
 // Read the environment: fills the global settings and the environment layer
@@ -105,11 +108,25 @@ private:
     std::vector<Section> sections_;
 };
 
-// MPI_Info hints: keys "terse_<key>"; unknown terse_* keys are errors.
+// Settings kept per communicator by bare key: MPI_Info hints without their
+// prefix, and terse_comm_configure() calls.
+using ConfigOverrides = std::map<std::string, std::string>;
+
+// MPI_Info hints as (key, value) pairs, in the order of the MPI_Info: keys
+// "terse_<key>" are terse's, unknown terse_* keys are errors, other keys
+// belong to MPI or others and are skipped.  All or nothing; on success
+// *taken (if given) holds the terse keys, without the prefix.
+using InfoHints = std::vector<std::pair<std::string, std::string>>;
+Status config_apply_hints(const InfoHints &hints, CommConfig *cfg, ConfigOverrides *taken = nullptr);
+
+// Hints taken by config_apply_hints(), applied again (messages name them as
+// MPI_Info keys).
+Status config_apply_hint_overrides(const ConfigOverrides &hints, CommConfig *cfg);
+
+// The hints of an MPI_Info, through config_apply_hints().
 Status config_apply_info(MPI_Info info, CommConfig *cfg);
 
-// Explicit settings from terse_comm_configure(), kept per communicator.
-using ConfigOverrides = std::map<std::string, std::string>;
+// Explicit settings from terse_comm_configure().
 Status config_apply_overrides(const ConfigOverrides &ov, CommConfig *cfg);
 
 }  // namespace terse

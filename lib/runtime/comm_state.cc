@@ -59,8 +59,7 @@ void CommState::reresolve() {
     CommConfig cfg = runtime_env_defaults();
     Status s = TERSE_OK;
     if (const ConfigFile *file = runtime_config_file()) s = file->apply(name, &cfg);
-    for (auto it = info_overrides.begin(); s == TERSE_OK && it != info_overrides.end(); ++it)
-        s = config_apply(&cfg, it->first, it->second, "MPI_Info key terse_" + it->first);
+    if (s == TERSE_OK) s = config_apply_hint_overrides(info_overrides, &cfg);
     if (s == TERSE_OK) s = config_apply_overrides(api_overrides, &cfg);
     if (s != TERSE_OK) {
         // Reported at the next collective on this communicator, on every

@@ -35,7 +35,7 @@ extern "C" terse_status_t terse_comm_configure(MPI_Comm comm, const char *key, c
         if (value) {
             // Validate against a scratch copy: a bad value changes nothing.
             CommConfig scratch = st->config;
-            s = config_apply(&scratch, key, value, "terse_comm_configure");
+            s = config_apply_overrides({{key, value}}, &scratch);
             if (s != TERSE_OK) return s;
             next[key] = value;
         } else {

@@ -1,0 +1,236 @@
+// The key table and what is derived from it: lookup by each source's
+// spelling, applying a value with the messages users see, and the canonical
+// form of a communicator's configuration.
+#include "config/config_keys.h"
+
+#include "config/config_text.h"
+#include "config/config_values.h"
+
+#include <algorithm>
+#include <climits>
+#include <type_traits>
+
+namespace terse {
+
+using config_text::quote;
+
+namespace {
+
+constexpr size_t kKiB = size_t(1) << 10;
+constexpr size_t kGiB = size_t(1) << 30;
+constexpr size_t kTiB = size_t(1) << 40;
+
+const config_value::Choice<Algorithm> kAlgorithm{{{"auto", Algorithm::Auto},
+                                                   {"ring", Algorithm::Ring},
+                                                   {"recursive_doubling", Algorithm::RecursiveDoubling},
+                                                   {"gather", Algorithm::Gather}}};
+
+// One row: binds a name to a field of CommConfig (per communicator) or
+// GlobalConfig (process-wide) and to the kind of value it holds.  The
+// field's initialiser is the default.
+template <class Owner, class Field, class Kind>
+ConfigKey row(const char *name, Field Owner::*field, const Kind &kind, unsigned sources,
+              const char *help) {
+    static_assert(std::is_same_v<Owner, CommConfig> || std::is_same_v<Owner, GlobalConfig>,
+                  "a key sets a field of CommConfig or GlobalConfig");
+    static_assert(std::is_same_v<Field, typename Kind::type>, "the kind must hold the field's type");
+    constexpr bool comm = std::is_same_v<Owner, CommConfig>;
+    const Field dflt = Owner{}.*field;
+    ConfigKey k;
+    k.name = name;
+    k.scope = comm ? KeyScope::Comm : KeyScope::Process;
+    k.sources = sources;
+    k.help = help;
+    k.accepted = kind.accepted(dflt);
+    k.default_text = kind.format(dflt);
+    k.refused = kind.refused();
+    k.verbatim = Kind::verbatim;
+    k.set = [field, kind](CommConfig *c, GlobalConfig *g, std::string_view text, std::string *why) {
+        Owner *owner;
+        if constexpr (comm) owner = c; else owner = g;
+        if (!owner) return false;
+        Field v{};
+        if (!kind.parse(text, &v, why)) return false;
+        owner->*field = std::move(v);
+        return true;
+    };
+    k.get = [field, kind](const CommConfig *c, const GlobalConfig *g) -> std::string {
+        const Owner *owner;
+        if constexpr (comm) owner = c; else owner = g;
+        return owner ? kind.format(owner->*field) : std::string();
+    };
+    return k;
+}
+
+std::vector<ConfigKey> make_table() {
+    using namespace config_value;
+    constexpr unsigned all = kFromAnySource, env = kFromEnv;
+    return {
+        // Per communicator (canonical order).
+        row("enable", &CommConfig::enable, kBool, all,
+            "0 passes every call to the MPI library (terse only counts them)"),
+        row("codec", &CommConfig::codec, Codec{}, all, "the codec and its parameters"),
+        row("min_bytes", &CommConfig::min_bytes, Size{0, kTiB}, all,
+            "calls with fewer bytes pass through to the MPI library"),
+        row("chunk_bytes", &CommConfig::chunk_bytes, Size{4 * kKiB, kGiB}, all,
+            "pipeline chunk, in bytes of input"),
+        row("pipeline_depth", &CommConfig::pipeline_depth, Integer<int>{1, 64}, all,
+            "chunks in flight per peer"),
+        row("algorithm", &CommConfig::algorithm, kAlgorithm, all,
+            "the schedule: auto lets the planner choose"),
+        row("feedback", &CommConfig::feedback, kFeedback, all,
+            "error feedback for lossy codecs; default: the codec's choice"),
+        row("verify", &CommConfig::verify, kBool, all,
+            "also compute every call with the MPI library and record the difference"),
+        // Process-wide, from the environment only.
+        row("plugin_path", &GlobalConfig::plugin_path, Text{"colon-separated directories"}, env,
+            "directories searched for codec plugins before the install directory"),
+        row("config", &GlobalConfig::config_file, Text{"a file name"}, env,
+            "the configuration file"),
+        row("stats", &GlobalConfig::stats,
+            Choice<int>{{{"0", 0, "off"},
+                         {"1", 1, "summary at MPI_Finalize"},
+                         {"all", 2, "summary of every communicator"},
+                         {"off", 0, nullptr, false}, {"no", 0, nullptr, false},
+                         {"false", 0, nullptr, false}, {"on", 1, nullptr, false},
+                         {"yes", 1, nullptr, false}, {"true", 1, nullptr, false}}},
+            env, "statistics printed at MPI_Finalize"),
+        row("log", &GlobalConfig::log_level,
+            Choice<std::string>{{{"error", "error"}, {"warn", "warn"}, {"info", "info"},
+                                 {"debug", "debug"}}},
+            env, "diagnostics on standard error"),
+        row("capture", &GlobalConfig::capture_prefix, Text{"a file name prefix"}, env,
+            "record the inputs of intercepted allreduces to HDF5 files prefix.rankR.h5"),
+        row("capture_interval", &GlobalConfig::capture_interval, Integer<unsigned>{1, UINT_MAX}, env,
+            "with capture, record every n-th call of each communicator"),
+    };
+}
+
+std::string upper(std::string_view s) {
+    std::string out(s);
+    for (char &c : out)
+        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    return out;
+}
+
+std::string value_where(ConfigSource source, std::string_view spelled) {
+    switch (source) {
+    case kFromEnv: return std::string(spelled);
+    case kFromInfo: return "MPI_Info key " + std::string(spelled);
+    default: return config_source_name(source);
+    }
+}
+
+// Error feedback belongs to the engine, for every codec:
+// "zfp:rate=8,feedback=on" is shorthand for codec=zfp:rate=8 plus
+// feedback=on from the same source, so the setting lives in one field.
+void lift_codec_feedback(CommConfig *cfg) {
+    auto &params = cfg->codec.params;
+    auto fb = std::find_if(params.begin(), params.end(),
+                           [](const auto &kv) { return kv.first == "feedback"; });
+    if (fb == params.end()) return;
+    config_value::kFeedback.parse(fb->second, &cfg->feedback, nullptr);  // checked by the grammar
+    params.erase(fb);
+}
+
+Status not_here(ConfigSource source, const ConfigKey &key, std::string_view spelled,
+                const std::string &where) {
+    std::vector<std::string> places;
+    for (ConfigSource s : {kFromEnv, kFromFile, kFromInfo, kFromApi})
+        if (key.accepts(s)) places.push_back(std::string(config_source_name(s)) + " " +
+                                             config_key_spelling(key, s));
+    return set_error(TERSE_ERR_INVALID, "%s: key '%s' cannot be set here: it is %s, set by %s",
+                     where.empty() ? config_source_name(source) : where.c_str(),
+                     quote(spelled).c_str(),
+                     key.scope == KeyScope::Process ? "process-wide" : "per communicator",
+                     config_text::join(places, " or ").c_str());
+}
+
+Status unknown(ConfigSource source, std::string_view spelled, const std::string &where) {
+    const std::vector<std::string> known = config_source_keys(source);
+    const char *kind = source == kFromEnv ? "variable" : "key";
+    return set_error(TERSE_ERR_INVALID, "%s: unknown %s '%s'; did you mean '%s'? (known %ss: %s%s)",
+                     where.empty() ? config_source_name(source) : where.c_str(), kind,
+                     quote(spelled).c_str(), config_text::closest(spelled, known).c_str(), kind,
+                     config_text::join(known).c_str(),
+                     source == kFromEnv ? "; TERSE_UCX_* are passed to UCX" : "");
+}
+
+}  // namespace
+
+const std::vector<ConfigKey> &config_key_table() {
+    static const std::vector<ConfigKey> table = make_table();
+    return table;
+}
+
+const ConfigKey *config_key_find(std::string_view name) {
+    for (const ConfigKey &k : config_key_table())
+        if (k.name == name) return &k;
+    return nullptr;
+}
+
+std::string config_key_spelling(const ConfigKey &key, ConfigSource source) {
+    switch (source) {
+    case kFromEnv: return "TERSE_" + upper(key.name);
+    case kFromInfo: return "terse_" + key.name;
+    default: return key.name;
+    }
+}
+
+const char *config_source_name(ConfigSource source) {
+    switch (source) {
+    case kFromEnv: return "environment";
+    case kFromFile: return "config file";
+    case kFromInfo: return "MPI_Info";
+    case kFromApi: return "terse_comm_configure";
+    }
+    return "configuration";
+}
+
+std::vector<std::string> config_source_keys(ConfigSource source) {
+    std::vector<std::string> out;
+    for (const ConfigKey &k : config_key_table())
+        if (k.accepts(source)) out.push_back(config_key_spelling(k, source));
+    return out;
+}
+
+Status config_key_apply(ConfigSource source, std::string_view spelled, std::string_view value,
+                        const std::string &where, CommConfig *comm, GlobalConfig *global) {
+    const ConfigKey *key = nullptr;
+    for (const ConfigKey &k : config_key_table())
+        if (config_key_spelling(k, source) == spelled) {
+            key = &k;
+            break;
+        }
+    if (!key) return unknown(source, spelled, where);
+    const bool have_field = key->scope == KeyScope::Comm ? comm != nullptr : global != nullptr;
+    if (!key->accepts(source) || !have_field) return not_here(source, *key, spelled, where);
+    const std::string_view text = key->verbatim ? value : config_text::trim(value);
+    std::string why;
+    if (!key->set(comm, global, text, &why))
+        return set_error(TERSE_ERR_INVALID, "%s: invalid value '%s' for %s%s%s (accepted: %s)",
+                         where.empty() ? value_where(source, spelled).c_str() : where.c_str(),
+                         quote(text).c_str(), key->name.c_str(), why.empty() ? "" : ": ",
+                         why.c_str(), key->accepted.c_str());
+    if (key->scope == KeyScope::Comm) lift_codec_feedback(comm);
+    return TERSE_OK;
+}
+
+const char *algorithm_name(Algorithm a) {
+    const char *n = kAlgorithm.name_of(a);
+    return n ? n : "unknown";
+}
+
+std::string CommConfig::canonical() const {
+    // Every per-communicator key in table order, values in the form the key
+    // reads back, so that the string both compares across ranks and parses.
+    std::string s;
+    for (const ConfigKey &k : config_key_table()) {
+        if (k.scope != KeyScope::Comm) continue;
+        if (!s.empty()) s += ' ';
+        s += k.name + "=" + k.get(this, nullptr);
+    }
+    return s;
+}
+
+}  // namespace terse

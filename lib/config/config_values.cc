@@ -1,0 +1,153 @@
+#include "config/config_values.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace terse::config_value {
+
+using config_text::lower;
+using config_text::quote;
+
+// Booleans as users write them in shells and config files.
+const Choice<bool> kBool{{{"1", true}, {"0", false}, {"on", true}, {"off", false},
+                          {"true", true}, {"false", false}, {"yes", true}, {"no", false}}};
+
+const Choice<int> kFeedback{{{"default", -1}, {"1", 1}, {"0", 0}, {"on", 1}, {"off", 0},
+                             {"true", 1}, {"false", 0}, {"yes", 1}, {"no", 0}}};
+
+namespace {
+
+constexpr const char *kSuffixes[] = {"", "K", "M", "G", "T"};
+
+bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+
+bool valid_ident(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), ident_char);
+}
+
+bool value_char(char c) {
+    return c != ',' && c != ':' && c != '=' && c != ' ' && c != '\t' && c != '\n' &&
+           c != '\r' && c != '\v' && c != '\f';
+}
+
+// Parses the grammar; returns "" on success or the reason it was refused.
+std::string parse_codec(std::string_view text, CodecSpec *out) {
+    const size_t colon = text.find(':');
+    const std::string_view name = text.substr(0, colon);
+    if (name.empty()) return "the codec name is empty";
+    if (!valid_ident(name))
+        return "codec name '" + quote(name) + "' has characters outside a-z, 0-9 and '_'";
+    CodecSpec spec;
+    spec.name = std::string(name);
+    if (colon != std::string_view::npos) {
+        std::string_view rest = text.substr(colon + 1);
+        if (rest.empty()) return "nothing follows ':' (leave out ':' when there are no parameters)";
+        while (true) {
+            const size_t comma = rest.find(',');
+            const std::string_view item = rest.substr(0, comma);
+            if (item.empty()) return "an empty parameter between ',' separators";
+            const size_t eq = item.find('=');
+            if (eq == std::string_view::npos)
+                return "parameter '" + quote(item) + "' has no '=value'";
+            const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+            if (key.empty()) return "parameter '" + quote(item) + "' has an empty key";
+            if (!valid_ident(key))
+                return "parameter key '" + quote(key) + "' has characters outside a-z, 0-9 and '_'";
+            if (value.empty()) return "parameter '" + std::string(key) + "' has an empty value";
+            if (!std::all_of(value.begin(), value.end(), value_char))
+                return "value '" + quote(value) + "' of parameter '" + std::string(key) +
+                       "' contains ',', ':', '=' or a space";
+            for (const auto &kv : spec.params)
+                if (kv.first == key) return "parameter '" + std::string(key) + "' is given twice";
+            int fb;
+            if (key == "feedback" && !kFeedback.parse(value, &fb, nullptr))
+                return "value '" + quote(value) + "' of parameter 'feedback' is not one of " +
+                       kFeedback.accepted(-1);
+            spec.params.emplace_back(std::string(key), std::string(value));
+            if (comma == std::string_view::npos) break;
+            rest = rest.substr(comma + 1);
+        }
+    }
+    *out = std::move(spec);
+    return "";
+}
+
+}  // namespace
+
+bool size_from(std::string_view text, size_t *out) {
+    size_t i = 0;
+    uint64_t v = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+        const unsigned d = unsigned(text[i] - '0');
+        if (v > (std::numeric_limits<uint64_t>::max() - d) / 10) return false;
+        v = v * 10 + d;
+        ++i;
+    }
+    if (i == 0) return false;
+    const std::string suffix = lower(text.substr(i));
+    unsigned shift;
+    if (suffix.empty()) shift = 0;
+    else if (suffix == "k" || suffix == "kib") shift = 10;
+    else if (suffix == "m" || suffix == "mib") shift = 20;
+    else if (suffix == "g" || suffix == "gib") shift = 30;
+    else if (suffix == "t" || suffix == "tib") shift = 40;
+    else return false;
+    if (shift && v > (std::numeric_limits<uint64_t>::max() >> shift)) return false;
+    v <<= shift;
+    if (v > std::numeric_limits<size_t>::max()) return false;
+    *out = static_cast<size_t>(v);
+    return true;
+}
+
+std::string size_text(size_t v) {
+    unsigned unit = 0;
+    while (v != 0 && unit + 1 < std::size(kSuffixes) && v % 1024 == 0) {
+        v /= 1024;
+        ++unit;
+    }
+    return std::to_string(v) + kSuffixes[unit];
+}
+
+bool Size::parse(std::string_view text, size_t *out, std::string *) const {
+    size_t v;
+    if (!size_from(text, &v) || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+std::string Size::accepted(const size_t &dflt) const {
+    // Only the suffixes that can give a value in range are offered.
+    std::string suffixes;
+    size_t units = 0;
+    for (size_t u = 1; u < std::size(kSuffixes) && (size_t(1) << (10 * u)) <= hi; ++u) ++units;
+    for (size_t u = 1; u <= units; ++u) {
+        if (u > 1) suffixes += u == units ? " or " : ", ";
+        suffixes += kSuffixes[u];
+    }
+    std::string out = "a size " + size_text(lo) + ".." + size_text(hi) + " in bytes";
+    if (units) out += " with an optional suffix " + suffixes + " (powers of 1024)";
+    out += ", e.g. " + std::to_string(dflt);
+    if (size_text(dflt) != std::to_string(dflt)) out += " or " + size_text(dflt);
+    return out;
+}
+
+std::vector<std::string> Size::refused() const {
+    std::vector<std::string> out = {"x", "1.5K"};
+    if (hi < std::numeric_limits<size_t>::max()) out.push_back(std::to_string(hi + 1));
+    if (lo > 0) out.push_back(std::to_string(lo - 1));
+    return out;
+}
+
+bool Codec::parse(std::string_view text, CodecSpec *out, std::string *why) const {
+    std::string reason = parse_codec(text, out);
+    if (reason.empty()) return true;
+    if (why) *why = std::move(reason);
+    return false;
+}
+
+std::string Codec::accepted(const CodecSpec &) const {
+    return "codec[:key=value[,key=value...]], e.g. quantize:bits=8,block=256; names and keys of "
+           "a-z, 0-9 and '_', values non-empty without ',', ':', '=' or spaces";
+}
+
+}  // namespace terse::config_value
