@@ -338,6 +338,43 @@ size_t OpBase::seal_poison(uint8_t *frame, size_t n) {
     return frame_seal(frame, args_.dtype, FRAME_POISON, 0, fail_origin_, n, 0);
 }
 
+uint8_t *OpBase::emergency_header() {
+    static thread_local uint8_t header[kFrameHeaderSize];
+    return header;
+}
+
+void OpBase::emergency_poison_out(size_t n, OutFrame *out) {
+    fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a send buffer");
+    uint8_t *h = emergency_header();
+    out->len = seal_poison(h, n);
+    out->data = h;
+    out->owned = nullptr;
+}
+
+bool OpBase::combine_frames(const FrameInfo &a, const FrameInfo &b, size_t g, size_t n, uint8_t *dst,
+                            size_t *len, bool *failed) {
+    *failed = false;
+    double t0 = now_seconds();
+    size_t plen = 0;
+    terse_codec_call_t call = call_for(g);
+    int rc = desc_->combine(inst_, a.payload, a.payload_len, int(a.contributors), b.payload, b.payload_len,
+                            int(b.contributors), n, dst + kFrameHeaderSize, frame_cap_ - kFrameHeaderSize,
+                            &plen, &call);
+    t_decode_ += now_seconds() - t0;
+    if (rc == TERSE_CODEC_OK) {
+        *len = frame_seal(dst, args_.dtype, 0, codec_id_, a.contributors + b.contributors, n, plen);
+        return true;
+    }
+    if (rc != TERSE_CODEC_RAW) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements: %s", desc_->name, n,
+                 codec_status_text(rc));
+        fail_local(codec_status(rc), msg);
+        *failed = true;
+    }
+    return false;
+}
+
 size_t OpBase::encode_frame(const void *src, size_t n, size_t g, uint8_t *frame, uint32_t contributors) {
     if (poisoned_) return seal_poison(frame, n);
     if (identity_) return seal_raw(src, n, frame, contributors);

@@ -125,6 +125,18 @@ protected:
     size_t frame_capacity(size_t n) const;  // header + worst-case payload for n elements
     size_t seal_raw(const void *src, size_t n, uint8_t *frame, uint32_t contributors);
     size_t seal_poison(uint8_t *frame, size_t n);
+    // Out of memory for a frame buffer: the schedule must still go on, so
+    // fail locally and send a header-only poison frame from static storage.
+    void emergency_poison_out(size_t n, OutFrame *out);
+    // Header-only storage for such frames (never handed to the pool).
+    static uint8_t *emergency_header();
+    // Summable codecs: combine the payloads of a and b (global chunk g, n
+    // elements) in the code domain into frame dst (capacity frame_cap_).
+    // Sets *len and returns true when combined; false with *failed clear
+    // when the codec asks for raw elements; false with *failed set (and the
+    // operation poisoned) when the codec failed.
+    bool combine_frames(const FrameInfo &a, const FrameInfo &b, size_t g, size_t n, uint8_t *dst,
+                        size_t *len, bool *failed);
     // Encode n elements (global chunk g) into frame (capacity frame_cap_);
     // raw when the codec says so or the codec is the identity; a poison frame
     // when poisoned or when encoding fails (which poisons).

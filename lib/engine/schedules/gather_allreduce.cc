@@ -118,9 +118,8 @@ private:
         uint8_t *copy = store(tmp, len);
         if (!copy) {
             fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory storing encoded chunks");
-            static thread_local uint8_t emergency[kFrameHeaderSize];
-            lens_[idx] = seal_poison(emergency, n);
-            frames_[idx] = emergency;
+            lens_[idx] = seal_poison(emergency_header(), n);
+            frames_[idx] = emergency_header();
             return;
         }
         frames_[idx] = copy;
@@ -143,13 +142,7 @@ private:
             return;
         }
         if (!buf) buf = pool().get();
-        if (!buf) {
-            static thread_local uint8_t emergency[kFrameHeaderSize];
-            out->len = seal_poison(emergency, n);
-            out->data = emergency;
-            out->owned = nullptr;
-            return;
-        }
+        if (!buf) return emergency_poison_out(n, out);
         out->len = seal_poison(buf, n);
         out->data = buf;
         out->owned = buf;

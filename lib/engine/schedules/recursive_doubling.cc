@@ -21,7 +21,6 @@
 // the group's lowest rank records that encoding's error, so every error of
 // the result is compensated exactly once.
 #include "engine/op_base.h"
-#include "codec/codec_status.h"
 #include "engine/reduce_kernels.h"
 #include "engine/schedules/message_stream.h"
 
@@ -249,8 +248,7 @@ private:
         uint8_t *b = pool().get();
         if (!b) {
             fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a frame buffer");
-            static thread_local uint8_t emergency[kFrameHeaderSize];
-            return emergency;  // only ever gets a poison header
+            return emergency_header();  // only ever gets a poison header
         }
         return b;
     }
@@ -388,21 +386,9 @@ private:
         size_t len = 0;
         bool combined = false;
         if (!is_raw(lo) && !is_raw(hi)) {
-            double t0 = now_seconds();
-            size_t plen = 0;
-            terse_codec_call_t call = call_for(k);
-            int rc = desc_->combine(inst_, lo.payload, lo.payload_len, int(lo.contributors), hi.payload,
-                                    hi.payload_len, int(hi.contributors), n, nb + kFrameHeaderSize,
-                                    frame_cap_ - kFrameHeaderSize, &plen, &call);
-            t_decode_ += now_seconds() - t0;
-            if (rc == TERSE_CODEC_OK) {
-                len = frame_seal(nb, args_.dtype, 0, codec_id_, contributors, n, plen);
-                combined = true;
-            } else if (rc != TERSE_CODEC_RAW) {
-                char msg[256];
-                snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements: %s",
-                         desc_->name, n, codec_status_text(rc));
-                fail_local(codec_status(rc), msg);
+            bool failed = false;
+            combined = combine_frames(lo, hi, k, n, nb, &len, &failed);
+            if (failed) {
                 pool().put(nb);
                 return;
             }

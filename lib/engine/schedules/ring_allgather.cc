@@ -12,14 +12,7 @@ void RingOp::ag_primary(size_t k, OutFrame *out) {
     const size_t b = size_t(r_);
     const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
     uint8_t *buf = pool().get();
-    if (!buf) {
-        static thread_local uint8_t emergency[kFrameHeaderSize];
-        fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a send buffer");
-        out->len = seal_poison(emergency, n);
-        out->data = emergency;
-        out->owned = nullptr;
-        return;
-    }
+    if (!buf) return emergency_poison_out(n, out);
     const uint8_t *src = own(b, k);
     size_t len = encode_frame(src, n, g, buf, 1);
     uint8_t *dst = result(b, k);

@@ -1,7 +1,6 @@
 // The reduce-scatter phase of the ring (see ring_op.h).
 #include "engine/schedules/ring_op.h"
 
-#include "codec/codec_status.h"
 #include "engine/reduce_kernels.h"
 
 #include <cstring>
@@ -13,16 +12,7 @@ void RingOp::rs_primary(size_t k, OutFrame *out) {
     const size_t b = size_t(mod(r_ - 1));
     const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
     uint8_t *buf = pool().get();
-    if (!buf) {
-        // Out of memory mid-stream: the schedule must still go on, so send a
-        // header-only poison frame from static storage.
-        static thread_local uint8_t emergency[kFrameHeaderSize];
-        fail_local(TERSE_ERR_NO_MEMORY, "terse: out of memory for a send buffer");
-        out->len = seal_poison(emergency, n);
-        out->data = emergency;
-        out->owned = nullptr;
-        return;
-    }
+    if (!buf) return emergency_poison_out(n, out);
     const uint8_t *src = own(b, k);
     size_t len = encode_frame(src, n, g, buf, 1);
     record_error_frame(plan_chunks_.chunk_off(b, k), src, buf, len, g, n);
@@ -115,21 +105,9 @@ void RingOp::rs_summable(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutFra
     size_t len = 0;
     bool combined = false;
     if (!is_raw(fi) && !is_raw(ofi)) {
-        double t0 = now_seconds();
-        size_t plen = 0;
-        terse_codec_call_t call = call_for(g);
-        int rc = desc_->combine(inst_, fi.payload, fi.payload_len, int(fi.contributors), ofi.payload,
-                                ofi.payload_len, 1, n, nb + kFrameHeaderSize, frame_cap_ - kFrameHeaderSize, &plen,
-                                &call);
-        t_decode_ += now_seconds() - t0;
-        if (rc == TERSE_CODEC_OK) {
-            len = frame_seal(nb, args_.dtype, 0, codec_id_, contributors, n, plen);
-            combined = true;
-        } else if (rc != TERSE_CODEC_RAW) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "codec '%s' failed to combine two frames of %zu elements: %s",
-                     desc_->name, n, codec_status_text(rc));
-            fail_local(codec_status(rc), msg);
+        bool failed = false;
+        combined = combine_frames(fi, ofi, g, n, nb, &len, &failed);
+        if (failed) {
             pool().put(nb);
             return poison_out(buf, n, out);
         }
