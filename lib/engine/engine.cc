@@ -273,8 +273,12 @@ Status engine_wait(Operation *op) {
             continue;
         }
         if (now - idle_since < spin) continue;
-        if (!t || (now - idle_since < kYieldFor &&
-                   now.time_since_epoch().count() >= g_sleep_only_until.load(std::memory_order_relaxed))) {
+        // A wait on the MPI library yields instead of sleeping: its progress
+        // wakes nothing terse can sleep on, so a sleep would last its whole
+        // timeout on every such wait (the closing agreement of every call).
+        if (!t || op->waits_on_control() ||
+            (now - idle_since < kYieldFor &&
+             now.time_since_epoch().count() >= g_sleep_only_until.load(std::memory_order_relaxed))) {
             sched_yield();
             Clock::time_point back = Clock::now();
             if (back - now >= kSlowYield)

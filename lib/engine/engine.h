@@ -75,6 +75,11 @@ public:
     // Advance without blocking.  Sets *done when finished (successfully or
     // not); the returned status is final once *done.
     virtual Status progress(bool *done) = 0;
+    // Whether the operation is now waiting only for the MPI control plane
+    // (a Control request that the MPI library progresses).  Such a wait
+    // must not sleep on the transport's event fd, which the MPI library
+    // never signals.
+    virtual bool waits_on_control() const { return false; }
     Priority priority = Priority::Normal;
 
     // What engine_wait and engine_progress_all call: progress() serialised

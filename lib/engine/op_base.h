@@ -84,6 +84,7 @@ public:
     ~OpBase() override;
 
     Status progress(bool *done) final;
+    bool waits_on_control() const final { return stage_ == Stage::Agree || stage_ == Stage::Close; }
 
     // Send accounting (the ring stream calls it for every frame it sends).
     void note_send(const uint8_t *frame, size_t len);
