@@ -3,7 +3,7 @@
 #include "codec/codec_seed.h"
 
 #include "engine/chunk_plan.h"
-#include "engine/engine.h"
+#include "engine/coll_args.h"
 #include "eval_common.h"
 #include "codec/frame.h"
 #include "engine/planner.h"

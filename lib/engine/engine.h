@@ -34,6 +34,7 @@
 // a higher priority are progressed first by engine_progress_all().
 #pragma once
 
+#include "engine/coll_args.h"
 #include "runtime/comm_state.h"
 #include "util/dtype.h"
 #include "util/status.h"
@@ -46,28 +47,6 @@
 #include <string>
 
 namespace terse {
-
-enum class CollKind {
-    Allreduce,          // recvbuf[count] = op over ranks of sendbuf[count]
-    ReduceScatterBlock, // sendbuf[count * size] -> recvbuf[count] (block `rank`)
-    Allgather           // sendbuf[count] -> recvbuf[count * size]
-};
-
-enum class Priority { Low = 0, Normal = 1, High = 2 };
-
-// In place: Allreduce sendbuf == recvbuf.  ReduceScatterBlock: sendbuf ==
-// recvbuf holding count * size elements; the result goes to its first count
-// elements.  Allgather: sendbuf == recvbuf + rank * count.
-struct CollArgs {
-    CollKind kind = CollKind::Allreduce;
-    const void *sendbuf = nullptr;    // MPI_IN_PLACE already resolved: == recvbuf (or the rank's block)
-    void *recvbuf = nullptr;
-    size_t count = 0;                 // elements, as MPI's count/recvcount
-    terse_dtype_t dtype = TERSE_DTYPE_FLOAT32;
-    terse_op_t op = TERSE_OP_SUM;
-    terse_mem_kind_t mem = TERSE_MEM_HOST;
-    bool in_place = false;
-};
 
 class Operation {
 public:

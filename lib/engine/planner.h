@@ -5,7 +5,7 @@
 #pragma once
 
 #include "config/config.h"
-#include "engine/engine.h"
+#include "engine/coll_args.h"
 
 #include <terse/codec.h>
 
