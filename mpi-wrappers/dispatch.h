@@ -5,8 +5,9 @@
 // configuration agreed at context creation.
 #pragma once
 
+#include "engine/coll_args.h"
+#include "runtime/collective.h"
 #include "runtime/comm_state.h"
-#include "engine/engine.h"
 #include "util/status.h"
 
 #include <mpi.h>
@@ -49,12 +50,12 @@ int run_collective(MPI_Comm comm, bool mappable, const CollArgs &a, const char *
         if (s != TERSE_OK) return report_error(comm, s, call);
     }
     st->call_index++;
-    if (!engine_eligible(st, a)) {
+    if (!collective_eligible(st, a)) {
         st->stats.c.calls_passed++;
         return pass();
     }
     capture_input(st, a);
-    s = engine_run(st, a);
+    s = collective_run(st, a);
     if (s != TERSE_OK) return report_error(comm, s, call);
     return MPI_SUCCESS;
 }

@@ -6,6 +6,8 @@
 #include "dispatch.h"
 #include "reentry_guard.h"
 
+#include "util/dtype.h"
+
 #include <cstdint>
 
 using namespace terse;

@@ -346,7 +346,7 @@ std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::v
             res[r].status = TERSE_ERR_INVALID;
             res[r].message = std::string("unknown injection ") + spec.inject;
         }
-        Status s = make_operation(env, cfg, a, nullptr, nullptr, &ops[r]);
+        Status s = engine_start(env, cfg, a, Priority::Normal, nullptr, nullptr, &ops[r]);
         if (s != TERSE_OK) {
             res[r].status = s;
             res[r].message = last_error();

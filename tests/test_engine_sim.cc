@@ -709,7 +709,7 @@ TEST(EngineProgress, SimulatedRanksDrivenByTheList) {
         a.recvbuf = out[r].data();
         a.count = 5000;
         a.dtype = TERSE_DTYPE_INT32;
-        ASSERT_EQ(terse::make_operation(env, cfg, a, nullptr, nullptr, &ops[r]), TERSE_OK);
+        ASSERT_EQ(terse::engine_start(env, cfg, a, terse::Priority::Normal, nullptr, nullptr, &ops[r]), TERSE_OK);
         terse::engine_progress_register(ops[r].get());
     }
     for (int i = 0; i < 100000 && !std::all_of(ops.begin(), ops.end(), [](auto &o) { return o->finished(); }); ++i)

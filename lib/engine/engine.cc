@@ -1,4 +1,4 @@
-// The engine's entry points: eligibility, building operations, waiting,
+// The engine's entry points: building operations, waiting,
 // and the background progress list.
 #include "engine/engine.h"
 
@@ -123,9 +123,11 @@ std::unique_ptr<OpBase> make_trivial_op(const EngineEnv &env, const CollArgs &ar
     return std::make_unique<TrivialOp>(env, args, plan);
 }
 
-Status make_operation(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args,
-                      std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
-                      std::unique_ptr<Operation> *out) {
+// ---------------------------------------------------------------- entry points
+
+Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
+                    std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
+                    std::unique_ptr<Operation> *out) {
     const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
     size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
     Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
@@ -142,72 +144,8 @@ Status make_operation(const EngineEnv &env, const CommConfig &cfg, const CollArg
     }
     Status s = op->start(std::move(own_link), std::move(own_control));
     if (s != TERSE_OK) return s;
+    op->priority = prio;
     *out = std::move(op);
-    return TERSE_OK;
-}
-
-// ---------------------------------------------------------------- entry points
-
-bool engine_eligible(const CommState *st, const CollArgs &a) {
-    if (!st || !st->config.enable || st->size < 1) return false;
-    const size_t esize = dtype_size(a.dtype);
-    if (esize == 0) return false;
-    size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(st->size) : a.count;
-    if (elems * esize < st->config.min_bytes) return false;
-    if (!st->codec_params) return false;
-    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
-    if (!(d->dtypes & TERSE_DTYPE_BIT(a.dtype)) || !(d->mem_kinds & unsigned(a.mem))) return false;
-    if (a.dtype <= 0 || a.dtype >= TERSE_DTYPE_MAX_ || !st->codec[a.dtype]) return false;
-    if (a.op != TERSE_OP_SUM && a.op != TERSE_OP_MAX && a.op != TERSE_OP_MIN) return false;
-    const bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
-    if (!lossless) {
-        // Lossy codecs approximate sums of floating-point data, nothing else.
-        if (!dtype_is_float(a.dtype)) return false;
-        if (a.kind != CollKind::Allgather && a.op != TERSE_OP_SUM) return false;
-    }
-    return true;
-}
-
-Status engine_start(CommState *st, const CollArgs &args, Priority prio, std::unique_ptr<Operation> *op) {
-    if (!st->ready)
-        return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
-    CodecInstance *ci = nullptr;
-    Status s = comm_state_codec(st, args.dtype, &ci);
-    if (s != TERSE_OK) return s;
-    EngineEnv env;
-    env.rank = st->rank;
-    env.size = st->size;
-    env.ctx_id = st->ctx_id;
-    env.seq = st->seq++;
-    env.verify = st->config.verify;
-    env.codec = ci;
-    env.feedback = st->feedback;
-    if (st->feedback) {
-        if (!st->residuals) {
-            try {
-                st->residuals = std::make_unique<FeedbackStore>();
-            } catch (const std::bad_alloc &) {
-                return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for error feedback");
-            }
-        }
-        env.residuals = st->residuals.get();
-    }
-    env.stats = &st->stats;
-    env.comm_name = st->name;
-    st->stats.c.calls_intercepted++;
-    size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
-    st->stats.c.bytes_in += elems * dtype_size(args.dtype);
-    std::unique_ptr<Link> link;
-    std::unique_ptr<Control> control;
-    try {
-        link = make_transport_link(&st->world_rank_of);
-        control = make_mpi_control(st->comm);
-    } catch (const std::bad_alloc &) {
-        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
-    }
-    s = make_operation(env, st->config, args, std::move(link), std::move(control), op);
-    if (s != TERSE_OK) return s;
-    (*op)->priority = prio;
     return TERSE_OK;
 }
 
@@ -289,13 +227,6 @@ Status engine_wait(Operation *op) {
         t->wait_for_events(sleep_us);
         sleep_us = std::min(2 * sleep_us, kMaxSleepUs);
     }
-}
-
-Status engine_run(CommState *st, const CollArgs &args) {
-    std::unique_ptr<Operation> op;
-    Status s = engine_start(st, args, Priority::Normal, &op);
-    if (s != TERSE_OK) return s;
-    return engine_wait(op.get());
 }
 
 // ---------------------------------------------------------------- progress list

@@ -1,8 +1,13 @@
 // The engine: runs collective schedules over the transport, compressing
-// chunks with the communicator's codec.  This header is the only thing the
-// runtime sees.  Inside (lib/engine/):
-//   planner.h/.cc          which schedule, chunk size, depth (a pure function of
-//                          the call's matching arguments and agreed config)
+// chunks with the communicator's codec.  This header is what the runtime
+// uses to run a call: it describes the communicator as an EngineEnv (plain
+// values; the runtime builds it from its CommState, runtime/collective.cc)
+// and knows no runtime type.  Inside (lib/engine/):
+//   coll_args.h            the call: kind, buffers, count, dtype, op
+//   planner.h/.cc          whether the engine runs a call at all
+//                          (engine_eligible), and which schedule, chunk size,
+//                          depth (a pure function of the call's matching
+//                          arguments and agreed config)
 //   op_base.h/.cc          OpBase, what every operation shares: frames, poisoned
 //                          mode, error feedback, summable statistics, verification
 //   schedules/             the algorithms, each an OpBase:
@@ -34,19 +39,42 @@
 // a higher priority are progressed first by engine_progress_all().
 #pragma once
 
+#include "config/config.h"
 #include "engine/coll_args.h"
-#include "runtime/comm_state.h"
-#include "util/dtype.h"
+#include "engine/ports.h"
 #include "util/status.h"
 
 #include <terse/codec.h>
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
 namespace terse {
+
+class CodecInstance;  // codec/registry.h
+class FeedbackStore;  // engine/error_feedback.h
+struct Stats;         // engine/stats.h
+
+// Everything an operation needs from its communicator, as plain values, so
+// that operations run the same on a real communicator (the runtime fills
+// this from its state) and on simulated ranks in unit tests.
+struct EngineEnv {
+    int rank = 0;
+    int size = 1;
+    uint32_t ctx_id = 0;
+    uint32_t seq = 0;
+    bool verify = false;                 // TERSE_VERIFY
+    CodecInstance *codec = nullptr;      // for the call's dtype
+    bool feedback = false;
+    FeedbackStore *residuals = nullptr;  // non-null when feedback is on
+    Stats *stats = nullptr;
+    Link *link = nullptr;
+    Control *control = nullptr;
+    std::string comm_name;
+};
 
 class Operation {
 public:
@@ -76,13 +104,15 @@ private:
 };
 
 
-// Start a collective on st (which must be ready).
-Status engine_start(CommState *st, const CollArgs &args, Priority prio,
+// Plan and build the operation for args on env, with the communicator's
+// agreed configuration cfg; the operation owns link/control when they are
+// passed (else env's are used).  The caller decided with engine_eligible()
+// (planner.h) that the engine runs this call.
+Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
+                    std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
                     std::unique_ptr<Operation> *op);
 // Progress op (and the transport) until done.
 Status engine_wait(Operation *op);
-// Convenience: start + wait.
-Status engine_run(CommState *st, const CollArgs &args);
 
 // Background progress of non-blocking operations (e.g. a future
 // MPI_Iallreduce): registered operations are advanced, highest priority
@@ -94,11 +124,6 @@ void engine_progress_unregister(Operation *op);
 // Advances registered operations and the transport; returns nonzero if
 // anything moved.
 unsigned engine_progress_all();
-
-// Whether the engine would run this call at all (vs PMPI), given the
-// communicator's config and codec.  Depends only on arguments MPI requires
-// to match across ranks and on agreed configuration.
-bool engine_eligible(const CommState *st, const CollArgs &args);
 
 }  // namespace terse
 

@@ -25,31 +25,7 @@
 
 namespace terse {
 
-class FeedbackStore;
 class Verifier;
-
-// Everything an operation needs from its communicator, so that operations
-// can also run on simulated ranks in unit tests.
-struct EngineEnv {
-    int rank = 0;
-    int size = 1;
-    uint32_t ctx_id = 0;
-    uint32_t seq = 0;
-    bool verify = false;                 // TERSE_VERIFY
-    CodecInstance *codec = nullptr;      // for the call's dtype
-    bool feedback = false;
-    FeedbackStore *residuals = nullptr;  // non-null when feedback is on
-    Stats *stats = nullptr;
-    Link *link = nullptr;
-    Control *control = nullptr;
-    std::string comm_name;
-};
-
-// Plan and build the operation for args on env (engine.cc and tests); the
-// operation owns link/control when they are passed (else env's are used).
-Status make_operation(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args,
-                      std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
-                      std::unique_ptr<Operation> *out);
 
 // Operations of the other schedules (their own files).
 class OpBase;

@@ -1,6 +1,7 @@
 #include "engine/planner.h"
 
 #include "engine/reduce_kernels.h"
+#include "util/dtype.h"
 
 #include <algorithm>
 
@@ -25,6 +26,26 @@ int floor_log2(int n) {
 }
 
 }  // namespace
+
+bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descriptor_t *d,
+                     bool have_instance, const CollArgs &a) {
+    if (!cfg.enable || nranks < 1) return false;
+    const size_t esize = dtype_size(a.dtype);
+    if (esize == 0) return false;
+    size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(nranks) : a.count;
+    if (elems * esize < cfg.min_bytes) return false;
+    if (!d) return false;
+    if (!(d->dtypes & TERSE_DTYPE_BIT(a.dtype)) || !(d->mem_kinds & unsigned(a.mem))) return false;
+    if (a.dtype <= 0 || a.dtype >= TERSE_DTYPE_MAX_ || !have_instance) return false;
+    if (a.op != TERSE_OP_SUM && a.op != TERSE_OP_MAX && a.op != TERSE_OP_MIN) return false;
+    const bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
+    if (!lossless) {
+        // Lossy codecs approximate sums of floating-point data, nothing else.
+        if (!dtype_is_float(a.dtype)) return false;
+        if (a.kind != CollKind::Allgather && a.op != TERSE_OP_SUM) return false;
+    }
+    return true;
+}
 
 const char *schedule_name(Schedule s) {
     switch (s) {

@@ -1,7 +1,8 @@
-// The planner: which algorithm runs a collective and how its data is cut.
-// A pure function of the call's arguments (which MPI requires to match on
-// every rank), the communicator's agreed configuration and the codec, so
-// every rank picks the same schedule without talking.
+// The planner: whether the engine runs a collective at all, which algorithm
+// runs it and how its data is cut.  Pure functions of the call's arguments
+// (which MPI requires to match on every rank), the communicator's agreed
+// configuration and the codec, so every rank decides the same without
+// talking.
 #pragma once
 
 #include "config/config.h"
@@ -26,6 +27,14 @@ struct Plan {
     size_t chunk_elems = 1;  // elements per chunk (never above the codec's max_chunk_count)
     int depth = 1;           // messages in flight per direction
 };
+
+// The one decision "engine or PMPI": whether the engine runs this call on
+// a communicator of nranks ranks with configuration cfg and codec desc
+// (nullptr when the communicator has none), have_instance telling whether
+// the codec has an instance for args.dtype.  Depends only on arguments MPI
+// requires to match across ranks and on agreed configuration.
+bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descriptor_t *desc,
+                     bool have_instance, const CollArgs &args);
 
 // codec_max_chunk: the instance's setup().max_chunk_count (0 = unbounded).
 Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,

@@ -3,7 +3,7 @@
 // communicator) and Control (a small non-blocking allreduce on the
 // communicator, for agreeing on codec statistics and for TERSE_VERIFY).
 // Operations run on the UCX transport and PMPI in production
-// (make_transport_link / make_mpi_control); unit tests run every algorithm
+// (runtime/engine_ports.h); unit tests run every algorithm
 // for many simulated ranks inside one process with an in-memory Link.
 #pragma once
 
@@ -62,10 +62,5 @@ public:
     // Complete a request on an error path (collectives cannot be cancelled).
     virtual void wait(ControlRequest *r) = 0;
 };
-
-// Production implementations.  world_rank_of maps comm ranks to the
-// transport's world ranks and must outlive the link.
-std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of);
-std::unique_ptr<Control> make_mpi_control(MPI_Comm comm);
 
 }  // namespace terse

@@ -2,10 +2,10 @@
 // agreement and codec instantiation.  See comm_state.h for the life cycle.
 #include "runtime/comm_state.h"
 
-#include "engine/engine.h"
 #include "engine/error_feedback.h"
-#include "util/log.h"
 #include "runtime/runtime_internal.h"
+#include "util/dtype.h"
+#include "util/log.h"
 
 #include <cinttypes>
 #include <cstring>

@@ -1,5 +1,7 @@
 // Link over the UCX transport, Control over PMPI non-blocking collectives.
-#include "engine/ports.h"
+#include "runtime/engine_ports.h"
+
+#include "transport/ucx_transport.h"
 
 #include <limits>
 

@@ -1,0 +1,67 @@
+// From a communicator's state to the engine's plain inputs.
+#include "runtime/collective.h"
+
+#include "engine/error_feedback.h"
+#include "engine/planner.h"
+#include "runtime/engine_ports.h"
+#include "util/dtype.h"
+
+#include <new>
+
+namespace terse {
+
+bool collective_eligible(const CommState *st, const CollArgs &a) {
+    if (!st) return false;
+    const terse_codec_descriptor_t *desc = st->codec_params ? st->codec_params->plugin()->desc : nullptr;
+    const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && st->codec[a.dtype];
+    return engine_eligible(st->config, st->size, desc, instance, a);
+}
+
+Status collective_start(CommState *st, const CollArgs &args, Priority prio, std::unique_ptr<Operation> *op) {
+    if (!st->ready)
+        return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
+    CodecInstance *ci = nullptr;
+    Status s = comm_state_codec(st, args.dtype, &ci);
+    if (s != TERSE_OK) return s;
+    EngineEnv env;
+    env.rank = st->rank;
+    env.size = st->size;
+    env.ctx_id = st->ctx_id;
+    env.seq = st->seq++;
+    env.verify = st->config.verify;
+    env.codec = ci;
+    env.feedback = st->feedback;
+    if (st->feedback) {
+        if (!st->residuals) {
+            try {
+                st->residuals = std::make_unique<FeedbackStore>();
+            } catch (const std::bad_alloc &) {
+                return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for error feedback");
+            }
+        }
+        env.residuals = st->residuals.get();
+    }
+    env.stats = &st->stats;
+    env.comm_name = st->name;
+    st->stats.c.calls_intercepted++;
+    size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
+    st->stats.c.bytes_in += elems * dtype_size(args.dtype);
+    std::unique_ptr<Link> link;
+    std::unique_ptr<Control> control;
+    try {
+        link = make_transport_link(&st->world_rank_of);
+        control = make_mpi_control(st->comm);
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
+    }
+    return engine_start(env, st->config, args, prio, std::move(link), std::move(control), op);
+}
+
+Status collective_run(CommState *st, const CollArgs &args) {
+    std::unique_ptr<Operation> op;
+    Status s = collective_start(st, args, Priority::Normal, &op);
+    if (s != TERSE_OK) return s;
+    return engine_wait(op.get());
+}
+
+}  // namespace terse

@@ -1,0 +1,28 @@
+// A collective on a communicator, from the runtime's side: the engine takes
+// plain values (EngineEnv, CommConfig, CollArgs), and these functions build
+// them from the communicator's CommState.  The wrappers call them; the
+// decision itself is the engine's (engine_eligible, engine/planner.h).
+#pragma once
+
+#include "engine/coll_args.h"
+#include "engine/engine.h"
+#include "runtime/comm_state.h"
+#include "util/status.h"
+
+#include <memory>
+
+namespace terse {
+
+// Whether the engine runs this call on st (ready): engine_eligible() over
+// st's configuration, size and codec.
+bool collective_eligible(const CommState *st, const CollArgs &args);
+
+// Start an eligible collective on st (which must be ready): counts it in
+// st's statistics and gives it the next sequence number.
+Status collective_start(CommState *st, const CollArgs &args, Priority prio,
+                        std::unique_ptr<Operation> *op);
+
+// collective_start + engine_wait.
+Status collective_run(CommState *st, const CollArgs &args);
+
+}  // namespace terse
