@@ -27,14 +27,33 @@ using namespace terse;
 
 // ---------------------------------------------------------------- fabric
 
+// What the simulated link keeps in a LinkRequest's storage.
+struct SimRequest {
+    bool pending = true;
+    bool complete = false;
+    Status status = TERSE_OK;
+    size_t length = 0;
+};
+
+inline void release_sim_request(LinkRequest *r) {
+    r->storage.get<SimRequest>()->~SimRequest();
+    r->release = nullptr;
+}
+
+// A fresh SimRequest for a message started on r.
+inline SimRequest *start_sim_request(LinkRequest *r) {
+    if (r->release) r->release(r);
+    SimRequest *q = r->storage.emplace<SimRequest>();
+    r->release = release_sim_request;
+    return q;
+}
+
 class Fabric {
 public:
     explicit Fabric(int n, bool eager) : eager_(eager), unexpected_(n), posted_(n) {}
 
     Status send(int src, int dst, uint64_t tag, const void *buf, size_t len, LinkRequest *r) {
-        r->pending = true;
-        r->state = 0;
-        r->status = TERSE_OK;
+        start_sim_request(r);
         for (auto it = posted_[dst].begin(); it != posted_[dst].end(); ++it)
             if (it->src == src && it->tag == tag) {
                 deliver(buf, len, r, *it);
@@ -54,9 +73,7 @@ public:
     }
 
     Status recv(int dst, int src, uint64_t tag, void *buf, size_t cap, LinkRequest *r) {
-        r->pending = true;
-        r->state = 0;
-        r->status = TERSE_OK;
+        start_sim_request(r);
         Recv rv{src, tag, buf, cap, r};
         for (auto it = unexpected_[dst].begin(); it != unexpected_[dst].end(); ++it)
             if (it->src == src && it->tag == tag) {
@@ -71,7 +88,6 @@ public:
     void cancel(LinkRequest *r) {
         for (auto &l : unexpected_) l.remove_if([&](const Msg &m) { return m.req == r; });
         for (auto &l : posted_) l.remove_if([&](const Recv &v) { return v.req == r; });
-        r->pending = false;
     }
 
     size_t in_flight() const {
@@ -98,9 +114,10 @@ private:
         LinkRequest *req;
     };
     static void done(LinkRequest *r, Status s, size_t len) {
-        r->state = 1;
-        r->status = s;
-        r->length = len;
+        SimRequest *q = r->storage.get<SimRequest>();
+        q->complete = true;
+        q->status = s;
+        q->length = len;
     }
     void deliver(const void *data, size_t len, LinkRequest *sreq, const Recv &rv) {
         if (len > rv.cap) {
@@ -128,16 +145,24 @@ public:
         return f_->recv(me_, peer, tag, buf, cap, r);
     }
     bool test(LinkRequest *r, Status *status, size_t *length) override {
-        if (r->state != 1) return false;
-        *status = r->status;
+        if (!r->release) {  // never started
+            *status = TERSE_OK;
+            if (length) *length = 0;
+            return true;
+        }
+        SimRequest *q = r->storage.get<SimRequest>();
+        if (!q->complete) return false;
+        *status = q->status;
         if (*status != TERSE_OK) set_error(*status, "simulated transport failure (truncated?)");
-        if (length) *length = r->length;
-        r->pending = false;
+        if (length) *length = q->length;
+        q->pending = false;
         return true;
     }
     void cancel(LinkRequest *r) override {
-        if (r->pending && r->state != 1) f_->cancel(r);
-        r->pending = false;
+        if (!r->release) return;
+        SimRequest *q = r->storage.get<SimRequest>();
+        if (q->pending && !q->complete) f_->cancel(r);
+        r->release(r);
     }
     unsigned progress() override { return 0; }
 
@@ -162,7 +187,7 @@ public:
         size_t bytes = count * dtype_size(dt);
         c.contrib[rank].assign(static_cast<const uint8_t *>(in), static_cast<const uint8_t *>(in) + bytes);
         c.outs[rank] = out;
-        r->id = idx;
+        r->storage.emplace<int>(idx);
         r->active = true;
         if (++c.joined == n_) {
             std::vector<uint8_t> acc = c.contrib[0];
@@ -196,7 +221,7 @@ public:
     bool test(ControlRequest *r, Status *status) override {
         *status = TERSE_OK;
         if (!r->active) return true;
-        if (!c_->complete(r->id)) return false;
+        if (!c_->complete(*r->storage.get<int>())) return false;
         r->active = false;
         return true;
     }

@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "codec/frame.h"
 #include "engine/ports.h"
+#include "transport/ucx_transport.h"
 #include "engine/planner.h"
 #include "codec/registry.h"
 #include "util/scratch.h"

@@ -3,32 +3,64 @@
 // communicator) and Control (a small non-blocking allreduce on the
 // communicator, for agreeing on codec statistics and for TERSE_VERIFY).
 // Operations run on the UCX transport and PMPI in production
-// (runtime/engine_ports.h); unit tests run every algorithm
-// for many simulated ranks inside one process with an in-memory Link.
+// (runtime/engine_ports.h); unit tests run every algorithm for many
+// simulated ranks inside one process with an in-memory Link
+// (tests/engine_sim.h).
+//
+// The engine owns the request objects (inline in its own structures, no
+// allocation per message) but not what is in them: each holds opaque,
+// aligned storage in which the implementation that started the request
+// constructs its own request type (PortStorage::emplace checks its size and
+// alignment at compile time).  Nothing here names a UCX or MPI type.
 #pragma once
 
 #include "util/status.h"
-#include "transport/ucx_transport.h"
 
-#include <mpi.h>
 #include <terse/codec.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <vector>
+#include <new>
+#include <type_traits>
+#include <utility>
 
 namespace terse {
 
-// One pending message.  The UCX link uses `ucx`; other links use the
-// generic fields.  Must not move while pending.
+// Inline storage for one implementation-defined request object.
+template <size_t Bytes>
+struct PortStorage {
+    static constexpr size_t kBytes = Bytes;
+    static constexpr size_t kAlign = alignof(std::max_align_t);
+
+    template <class T, class... A>
+    T *emplace(A &&...a) {
+        static_assert(sizeof(T) <= kBytes, "the port's request type does not fit its storage");
+        static_assert(alignof(T) <= kAlign, "the port's request type needs stronger alignment");
+        return ::new (static_cast<void *>(bytes)) T(std::forward<A>(a)...);
+    }
+    template <class T>
+    T *get() {
+        return std::launder(reinterpret_cast<T *>(bytes));
+    }
+
+    alignas(kAlign) unsigned char bytes[kBytes];
+};
+
+// One pending message.  The Link that starts it constructs its request in
+// `storage` and sets `release` to the one function that ends that request
+// (cancelling it if still pending): the link's cancel() calls it, and so
+// does this destructor if the request was never released.  Must not move
+// while it holds a request.
 struct LinkRequest {
-    Request ucx;
-    bool pending = false;
-    int state = 0;
-    Status status = TERSE_OK;
-    size_t length = 0;
-    void *handle = nullptr;
+    LinkRequest() = default;
+    ~LinkRequest() {
+        if (release) release(this);
+    }
+    LinkRequest(const LinkRequest &) = delete;
+    LinkRequest &operator=(const LinkRequest &) = delete;
+
+    PortStorage<64> storage;
+    void (*release)(LinkRequest *) = nullptr;  // set while storage holds a request
 };
 
 class Link {
@@ -45,9 +77,16 @@ public:
     virtual unsigned progress() = 0;
 };
 
+// One control allreduce.  The Control that starts it keeps its request in
+// `storage` (a trivially destructible type: a started request ends in
+// test() or wait(), never by destruction) and keeps `active` true from the
+// start until test() saw it complete or wait() returned.
 struct ControlRequest {
-    MPI_Request mpi = MPI_REQUEST_NULL;
-    int id = -1;
+    ControlRequest() = default;
+    ControlRequest(const ControlRequest &) = delete;
+    ControlRequest &operator=(const ControlRequest &) = delete;
+
+    PortStorage<16> storage;
     bool active = false;
 };
 

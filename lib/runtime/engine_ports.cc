@@ -4,10 +4,31 @@
 #include "transport/ucx_transport.h"
 
 #include <limits>
+#include <type_traits>
 
 namespace terse {
 
 namespace {
+
+// The transport's Request lives in the LinkRequest's storage from the
+// first message started on it until released; a completed Request stays
+// there, idle, and is reused by the next message.
+static_assert(sizeof(Request) <= decltype(LinkRequest::storage)::kBytes,
+              "LinkRequest's storage must hold the transport's Request");
+
+// The one release path of a Request in a LinkRequest: its destructor
+// cancels it if still pending and waits until UCX is done with the buffer.
+void release_request(LinkRequest *r) {
+    r->storage.get<Request>()->~Request();
+    r->release = nullptr;
+}
+
+Request *request_of(LinkRequest *r) {
+    if (__builtin_expect(r->release != nullptr, 1)) return r->storage.get<Request>();
+    Request *q = r->storage.emplace<Request>();
+    r->release = release_request;
+    return q;
+}
 
 class TransportLink final : public Link {
 public:
@@ -16,24 +37,26 @@ public:
     Status isend(int peer, uint64_t tag, const void *buf, size_t len, LinkRequest *r) override {
         Transport *t = Transport::get();
         if (!t) return set_error(TERSE_ERR_NOT_INITIALIZED, "terse transport is not running");
-        r->pending = true;
-        return t->isend((*world_)[peer], tag, buf, len, &r->ucx);
+        return t->isend((*world_)[peer], tag, buf, len, request_of(r));
     }
     Status irecv(int peer, uint64_t tag, void *buf, size_t capacity, LinkRequest *r) override {
         Transport *t = Transport::get();
         if (!t) return set_error(TERSE_ERR_NOT_INITIALIZED, "terse transport is not running");
-        r->pending = true;
-        return t->irecv((*world_)[peer], tag, buf, capacity, &r->ucx);
+        return t->irecv((*world_)[peer], tag, buf, capacity, request_of(r));
     }
     bool test(LinkRequest *r, Status *status, size_t *length) override {
-        if (!r->ucx.test(status)) return false;
-        if (length) *length = r->ucx.received_length();
-        r->pending = false;
+        if (!r->release) {  // never started: nothing to wait for
+            *status = TERSE_OK;
+            if (length) *length = 0;
+            return true;
+        }
+        Request *q = r->storage.get<Request>();
+        if (!q->test(status)) return false;
+        if (length) *length = q->received_length();
         return true;
     }
     void cancel(LinkRequest *r) override {
-        if (r->ucx.active()) r->ucx.release();
-        r->pending = false;
+        if (r->release) r->release(r);
     }
     unsigned progress() override {
         Transport *t = Transport::get();
@@ -63,6 +86,12 @@ MPI_Op mpi_op(terse_op_t op) {
     return MPI_OP_NULL;
 }
 
+// An MPI_Request needs no release of its own: a started one ends in
+// PMPI_Test or PMPI_Wait.
+static_assert(sizeof(MPI_Request) <= decltype(ControlRequest::storage)::kBytes,
+              "ControlRequest's storage must hold an MPI_Request");
+static_assert(std::is_trivially_destructible_v<MPI_Request>);
+
 class MpiControl final : public Control {
 public:
     explicit MpiControl(MPI_Comm comm) : comm_(comm) {}
@@ -74,8 +103,8 @@ public:
             return set_error(TERSE_ERR_UNSUPPORTED,
                              "terse control allreduce: %zu elements of dtype %d not supported", count,
                              int(dtype));
-        int rc = PMPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count), t, mpi_op(op), comm_,
-                                 &r->mpi);
+        MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
+        int rc = PMPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count), t, mpi_op(op), comm_, req);
         if (rc != MPI_SUCCESS)
             return set_error(TERSE_ERR_MPI, "terse control allreduce: PMPI_Iallreduce failed (code %d)", rc);
         r->active = true;
@@ -87,7 +116,7 @@ public:
             return true;
         }
         int flag = 0;
-        int rc = PMPI_Test(&r->mpi, &flag, MPI_STATUS_IGNORE);
+        int rc = PMPI_Test(r->storage.get<MPI_Request>(), &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
             r->active = false;
             *status = set_error(TERSE_ERR_MPI, "terse control allreduce: PMPI_Test failed (code %d)", rc);
@@ -100,7 +129,7 @@ public:
     }
     void wait(ControlRequest *r) override {
         if (!r->active) return;
-        PMPI_Wait(&r->mpi, MPI_STATUS_IGNORE);
+        PMPI_Wait(r->storage.get<MPI_Request>(), MPI_STATUS_IGNORE);
         r->active = false;
     }
 
