@@ -1,4 +1,4 @@
-// Multi-rank tests of the UCX transport (lib/transport_ucx.cc), run under
+// Multi-rank tests of the UCX transport (lib/transport/ucx_transport.cc), run under
 // mpirun by test_transport.sh.  Every test is symmetric: each rank sends to
 // its right neighbour and receives from its left, so a failure on one rank
 // never leaves another waiting on a message that is not coming, and every
@@ -9,6 +9,8 @@
 // sleep on it).
 // `test_transport --pingpong` instead prints a 1 MiB ping-pong measurement
 // between ranks 0 and 1 (for information; no test asserts on time).
+#include "engine/message_tag.h"
+#include "runtime/transport_mpi.h"
 #include "transport/ucx_transport.h"
 
 #include <gtest/gtest.h>
@@ -332,6 +334,10 @@ TEST_F(TransportTest, TruncationIsAnErrorNamingThePeer) {
         EXPECT_NE(msg.find("world rank " + std::to_string(left())), std::string::npos) << msg;
         EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
         EXPECT_NE(msg.find(std::to_string(in.size()) + " bytes"), std::string::npos) << msg;
+        // The tag's fields, as the describer handed to init writes them.
+        const std::string tag = "(tag: context 5, source rank " + std::to_string(left()) + ", op seq " +
+                                std::to_string(seq) + ", slot 1)";
+        EXPECT_NE(msg.find(tag), std::string::npos) << msg;
         Status sst = TERSE_ERR_INVALID;
         EXPECT_TRUE(wait(sr, &sst)) << "send of a truncated message never completed";
         ++seq;
@@ -536,7 +542,12 @@ int main(int argc, char **argv) {
         listeners.Append(new RankFailurePrinter);
     }
 
-    Status st = Transport::init(g_multi);
+    terse::MpiOob oob(MPI_COMM_WORLD);
+    terse::TransportParams params;
+    params.oob = &oob;
+    params.thread_multiple = g_multi;
+    params.describe_tag = terse::describe_tag;
+    Status st = Transport::init(params);
     int ok = st == TERSE_OK, all_ok = 0;
     if (!ok) fprintf(stderr, "[rank %d] Transport::init failed: %s\n", g_rank, terse::last_error());
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -4,15 +4,17 @@
 // lookup in comm_state_get().
 #include "runtime/comm_state.h"
 #include "capture/capture.h"
-#include "engine/engine.h"
+#include "engine/message_tag.h"
 #include "util/log.h"
 #include "runtime/runtime_internal.h"
+#include "runtime/transport_mpi.h"
 #include "transport/ucx_transport.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,7 @@ struct Runtime {
     ConfigFile file;
     bool has_file = false;
     int keyval = MPI_KEYVAL_INVALID;
+    std::optional<MpiOob> oob;  // the transport's, over MPI_COMM_WORLD; outlives it
     std::mutex ctx_mu;  // guards ctx_used; taken at context creation only
     uint64_t ctx_used[kCtxMaskWords] = {1};  // id 0 reserved
 
@@ -140,7 +143,13 @@ Status runtime_init(int provided) {
     }
     s = capture_open(g_rt.global, wrank);
     if (s != TERSE_OK) return s;
-    s = Transport::init(provided == MPI_THREAD_MULTIPLE);
+    g_rt.oob.emplace(MPI_COMM_WORLD);
+    TransportParams tp;
+    tp.oob = &*g_rt.oob;
+    tp.thread_multiple = provided == MPI_THREAD_MULTIPLE;
+    tp.cores_oversubscribed = node_cores_oversubscribed();
+    tp.describe_tag = describe_tag;
+    s = Transport::init(tp);
     if (s != TERSE_OK) return s;
     if (PMPI_Comm_create_keyval(copy_attr, delete_attr, &g_rt.keyval, nullptr) != MPI_SUCCESS)
         return set_error(TERSE_ERR_MPI, "MPI_Comm_create_keyval failed");
@@ -172,6 +181,7 @@ void runtime_finalize() {
     PMPI_Comm_free_keyval(&g_rt.keyval);
     capture_close();
     Transport::finalize();
+    g_rt.oob.reset();
 }
 
 CommState *comm_state_find(MPI_Comm comm) {

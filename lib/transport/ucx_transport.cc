@@ -52,35 +52,28 @@ constexpr auto kCloseWait = std::chrono::seconds(30);
 // worker), so every receive compares the whole tag.
 constexpr ucp_tag_t kFullTagMask = ~ucp_tag_t(0);
 
-struct TagFields {
-    unsigned ctx, src, seq, slot;
+// Set by init from TransportParams: how error messages show a tag.
+void (*g_describe_tag)(uint64_t, char *, size_t) = nullptr;
+
+struct TagText {
+    char text[96];
+    explicit TagText(uint64_t tag) {
+        if (g_describe_tag)
+            g_describe_tag(tag, text, sizeof text);
+        else
+            std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(tag));
+    }
 };
 
-TagFields split_tag(uint64_t tag) {
-    return {unsigned(tag >> 44) & 0xFFFFFu, unsigned(tag >> 24) & 0xFFFFFu, unsigned(tag >> 16) & 0xFFu,
-            unsigned(tag) & 0xFFFFu};
-}
-
 Status message_error(const char *op, int peer, uint64_t tag, ucs_status_t st, size_t capacity) {
-    TagFields f = split_tag(tag);
+    TagText t(tag);
     if (st == UCS_ERR_MESSAGE_TRUNCATED)
         return set_error(TERSE_ERR_TRANSPORT,
-                         "terse transport: %s from world rank %d (tag: context %u, source rank %u, "
-                         "op seq %u, slot %u) failed: %s: the message is longer than the receive "
-                         "buffer of %zu bytes",
-                         op, peer, f.ctx, f.src, f.seq, f.slot, ucs_status_string(st), capacity);
-    return set_error(TERSE_ERR_TRANSPORT,
-                     "terse transport: %s %s world rank %d (tag: context %u, source rank %u, op seq %u, "
-                     "slot %u) failed: %s",
-                     op, std::strcmp(op, "send") == 0 ? "to" : "from", peer, f.ctx, f.src, f.seq, f.slot,
-                     ucs_status_string(st));
-}
-
-bool mpi_usable() {
-    int initialized = 0, finalized = 0;
-    PMPI_Initialized(&initialized);
-    PMPI_Finalized(&finalized);
-    return initialized && !finalized;
+                         "terse transport: %s from world rank %d (tag: %s) failed: %s: the message is "
+                         "longer than the receive buffer of %zu bytes",
+                         op, peer, t.text, ucs_status_string(st), capacity);
+    return set_error(TERSE_ERR_TRANSPORT, "terse transport: %s %s world rank %d (tag: %s) failed: %s", op,
+                     std::strcmp(op, "send") == 0 ? "to" : "from", peer, t.text, ucs_status_string(st));
 }
 
 // The longest a waiter sleeps without an event fd to wake it: short enough
@@ -163,31 +156,36 @@ bool context_is_tcp_only(ucp_context_h context) {
     return tcp;
 }
 
-// Whether this node runs more ranks than it has CPUs for them: the union
-// of the local ranks' CPU affinity masks (a cpuset or binding counts) is
-// smaller than the number of local ranks.  Collective over
-// MPI_COMM_WORLD; on any MPI failure the answer is false.
-bool node_oversubscribed() {
-    MPI_Comm node = MPI_COMM_NULL;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return false;
-    int local = 1;
-    PMPI_Comm_size(node, &local);
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &cpus);
+// One out-of-band allgather, run to completion.  While it is pending the
+// worker is progressed when given (finalize: peers may need this rank's
+// answers to close their endpoints), else the CPU is yielded.
+Status oob_allgather(OutOfBand &oob, const void *send, void *recv, size_t len, ucp_worker_h worker) {
+    void *req = nullptr;
+    Status s = oob.allgather(send, recv, len, &req);
+    if (s != TERSE_OK) return s;
+    Status done = TERSE_OK;
+    while (!oob.test(req, &done)) {
+        // Ranks sharing cores finish sooner if the idle ones nap.
+        if (!worker)
+            sched_yield();
+        else if (ucp_worker_progress(worker) == 0)
+            nap_us(kNapUs / 4);
     }
-    int rc = PMPI_Allreduce(MPI_IN_PLACE, &cpus, int(sizeof cpus), MPI_BYTE, MPI_BOR, node);
-    PMPI_Comm_free(&node);
-    int available = CPU_COUNT(&cpus);
-    return rc == MPI_SUCCESS && available > 0 && local > available;
+    oob.free(req);
+    return done;
+}
+
+// The out-of-band collective's failure s (its message is the last error),
+// named as the gather of `what`.
+Status oob_error(Status s, const char *what) {
+    const std::string why = last_error();
+    return set_error(s, "terse transport: gathering %s failed: %s", what, why.c_str());
 }
 
 }  // namespace
 
 struct Transport::Impl {
+    OutOfBand *oob = nullptr;
     int rank = -1;
     int size = 0;
     bool multi = false;
@@ -204,10 +202,10 @@ struct Transport::Impl {
     bool eager_only = false;  // terse set RNDV_THRESH=inf
     bool oversubscribed = false;
 
-    // Every rank's worker address, gathered once at init.
+    // Every rank's worker address, gathered once at init: rank r's at
+    // addresses[r * address_stride].
     std::vector<unsigned char> addresses;
-    std::vector<int> address_offset;
-    std::vector<int> address_length;
+    size_t address_stride = 0;
 
     // One endpoint per world peer, created on first use and shared by all
     // communicators.  Read without a lock on the hot path; created under
@@ -331,9 +329,11 @@ Status Transport::Impl::open(bool thread_multiple) {
     return TERSE_OK;
 }
 
-// Collective over MPI_COMM_WORLD even when this rank failed to open UCX:
-// a failed rank contributes length -1, and every rank then fails together
-// rather than leaving the others waiting in a later collective.
+// Collective over the out-of-band ranks even when this rank failed to open
+// UCX: a failed rank contributes length -1, and every rank then fails
+// together rather than leaving the others waiting in a later collective.
+// The lengths go first, then every address in a block of the longest
+// length (the out-of-band allgather moves equal-size blocks).
 Status Transport::Impl::exchange_addresses(Status local) {
     ucp_address_t *my_address = nullptr;
     size_t my_length = 0;
@@ -354,37 +354,35 @@ Status Transport::Impl::exchange_addresses(Status local) {
         }
     } guard{worker, my_address};
 
-    int mine = local == TERSE_OK ? int(my_length) : -1;
-    address_length.assign(size_t(size), 0);
-    if (PMPI_Allgather(&mine, 1, MPI_INT, address_length.data(), 1, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return set_error(TERSE_ERR_MPI, "terse transport: PMPI_Allgather of UCX address lengths failed");
+    int32_t mine = local == TERSE_OK ? int32_t(my_length) : -1;
+    std::vector<int32_t> lengths(size_t(size), 0);
+    Status s = oob_allgather(*oob, &mine, lengths.data(), sizeof mine, nullptr);
+    if (s != TERSE_OK) return oob_error(s, "the UCX address lengths");
 
     int failed_rank = -1;
-    long long total = 0;
-    address_offset.assign(size_t(size), 0);
+    size_t longest = 0;
     for (int r = 0; r < size; ++r) {
-        if (address_length[r] < 0) {
+        if (lengths[r] < 0) {
             if (failed_rank < 0) failed_rank = r;
-            address_length[r] = 0;
+            continue;
         }
-        address_offset[r] = int(total);
-        total += address_length[r];
-        if (total > INT_MAX) {
-            // Every rank sees the same lengths, so every rank stops here.
-            if (local != TERSE_OK) return local;
-            return set_error(TERSE_ERR_TRANSPORT,
-                             "terse transport: UCX worker addresses total more than %d bytes", INT_MAX);
-        }
+        longest = std::max(longest, size_t(lengths[r]));
     }
     if (local != TERSE_OK) return local;
     if (failed_rank >= 0)
         return set_error(TERSE_ERR_REMOTE, "terse transport: UCX initialization failed on world rank %d",
                          failed_rank);
+    // Every rank sees the same lengths, so every rank stops here or none.
+    if (longest * size_t(size) > size_t(INT_MAX))
+        return set_error(TERSE_ERR_TRANSPORT, "terse transport: UCX worker addresses total more than %d bytes",
+                         INT_MAX);
 
-    addresses.assign(size_t(total), 0);
-    if (PMPI_Allgatherv(my_address, mine, MPI_BYTE, addresses.data(), address_length.data(),
-                        address_offset.data(), MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return set_error(TERSE_ERR_MPI, "terse transport: PMPI_Allgatherv of UCX worker addresses failed");
+    std::vector<unsigned char> block(longest, 0);
+    std::memcpy(block.data(), my_address, my_length);
+    address_stride = longest;
+    addresses.assign(longest * size_t(size), 0);
+    s = oob_allgather(*oob, block.data(), addresses.data(), longest, nullptr);
+    if (s != TERSE_OK) return oob_error(s, "the UCX worker addresses");
     return TERSE_OK;
 }
 
@@ -397,7 +395,7 @@ Status Transport::Impl::connect(int peer, ucp_ep_h *out) {
     }
     ucp_ep_params_t params = {};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.address = reinterpret_cast<const ucp_address_t *>(addresses.data() + address_offset[peer]);
+    params.address = reinterpret_cast<const ucp_address_t *>(addresses.data() + size_t(peer) * address_stride);
     // NONE keeps every transport (shared-memory zero copy included) usable;
     // a dead peer is MPI's to report, as it aborts the job.
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
@@ -449,16 +447,12 @@ void Transport::Impl::close_endpoints(bool collective) {
         }
         ucp_request_free(req);
     }
-    if (collective && mpi_usable()) {
-        MPI_Request barrier;
-        if (PMPI_Ibarrier(MPI_COMM_WORLD, &barrier) == MPI_SUCCESS) {
-            int done = 0;
-            while (!done) {
-                // Ranks sharing cores finish sooner if the idle ones nap.
-                if (ucp_worker_progress(worker) == 0) nap_us(kNapUs / 4);
-                if (PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-            }
-        }
+    if (collective && oob) {
+        // A barrier: one byte from every rank.
+        const unsigned char out = 0;
+        std::vector<unsigned char> in(static_cast<size_t>(size));
+        if (oob_allgather(*oob, &out, in.data(), 1, worker) != TERSE_OK)
+            TERSE_LOG_DEBUG("transport: no closing barrier (%s)", last_error());
     }
 }
 
@@ -471,11 +465,11 @@ void Transport::Impl::release_request(void *req, bool is_recv, int peer, uint64_
         while (ucp_request_check_status(req) == UCS_INPROGRESS) {
             ucp_worker_progress(worker);
             if (std::chrono::steady_clock::now() > deadline) {
-                TagFields f = split_tag(tag);
-                TERSE_LOG_WARN("transport: abandoning a pending %s %s world rank %d (tag: context %u, source "
-                               "rank %u, op seq %u, slot %u) after %d s; UCX may still access its buffer",
-                               is_recv ? "receive" : "send", is_recv ? "from" : "to", peer, f.ctx, f.src, f.seq,
-                               f.slot, int(kReleaseWait.count()));
+                TagText t(tag);
+                TERSE_LOG_WARN("transport: abandoning a pending %s %s world rank %d (tag: %s) after %d s; UCX "
+                               "may still access its buffer",
+                               is_recv ? "receive" : "send", is_recv ? "from" : "to", peer, t.text,
+                               int(kReleaseWait.count()));
                 break;
             }
         }
@@ -557,35 +551,38 @@ Transport::~Transport() = default;
 
 Transport *Transport::get() { return g_transport; }
 
-Status Transport::init(bool thread_multiple) {
+Status Transport::init(const TransportParams &params) {
+    const bool thread_multiple = params.thread_multiple;
     if (g_transport) {
         if (g_transport->impl_->multi == thread_multiple) return TERSE_OK;
         return set_error(TERSE_ERR_INVALID, "terse transport: already initialized with %s thread support",
                          g_transport->impl_->multi ? "multi-threaded" : "serialized");
     }
-    if (!mpi_usable())
-        return set_error(TERSE_ERR_NOT_INITIALIZED,
-                         "terse transport: MPI must be initialized (and not finalized) to set up UCX");
+    if (!params.oob)
+        return set_error(TERSE_ERR_INVALID, "terse transport: no out-of-band collective to exchange addresses over");
 
     std::unique_ptr<Impl> impl;
     Status local = TERSE_OK;
     try {
         impl = std::make_unique<Impl>();
-        PMPI_Comm_rank(MPI_COMM_WORLD, &impl->rank);
-        PMPI_Comm_size(MPI_COMM_WORLD, &impl->size);
+        impl->oob = params.oob;
+        impl->rank = params.oob->rank();
+        impl->size = params.oob->size();
         impl->eps.reset(new std::atomic<ucp_ep_h>[size_t(impl->size)]);
         for (int r = 0; r < impl->size; ++r) impl->eps[r].store(nullptr, std::memory_order_relaxed);
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "terse transport: out of memory during initialization");
     }
-    impl->oversubscribed = node_oversubscribed();
+    impl->oversubscribed = params.cores_oversubscribed;
+    g_describe_tag = params.describe_tag;
     local = impl->open(thread_multiple);
     Status st;
     try {
         st = impl->exchange_addresses(local);
     } catch (const std::bad_alloc &) {
-        // Out of memory on one rank would leave the others in Allgatherv; MPI
-        // aborts on that failure by default, so report and let it.
+        // Out of memory on one rank would leave the others in the address
+        // gather; the out-of-band collective's failure handling (MPI aborts
+        // by default) then decides.
         st = set_error(TERSE_ERR_NO_MEMORY, "terse transport: out of memory storing UCX worker addresses");
     }
     if (st != TERSE_OK) return st;  // impl's destructor releases what was opened

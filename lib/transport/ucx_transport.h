@@ -1,8 +1,10 @@
 // UCX transport: one ucp context and one worker per process, worker
-// addresses exchanged once over MPI_COMM_WORLD with PMPI_Allgather, tagged
-// non-blocking send/receive and explicit progress.  Knows nothing of codecs,
-// communicators or MPI datatypes: peers are world ranks and messages are
-// bytes.  UCX configuration is read under terse's own prefix
+// addresses exchanged once over the out-of-band collective it is handed
+// (transport/oob.h), tagged non-blocking send/receive and explicit
+// progress.  Knows nothing of MPI, codecs or communicators: peers are the
+// out-of-band ranks (the runtime hands it MPI_COMM_WORLD's, so they are
+// called world ranks here), messages are bytes and tags are opaque 64-bit
+// values matched whole.  UCX configuration is read under terse's own prefix
 // (ucp_config_read("TERSE", ...)), so TERSE_UCX_TLS=tcp tunes terse apart
 // from the MPI library's own UCX use.  Verified with UCX 1.13: the variables
 // are named TERSE_UCX_<NAME> (e.g. TERSE_UCX_TLS); UCX_TERSE_* is ignored.
@@ -26,27 +28,18 @@
 // Waiting: the context is created with UCP_FEATURE_WAKEUP where UCX allows
 // it, and wait_for_events() sleeps on the worker's event file descriptor, so
 // ranks that share cores give the core to the peer they wait for instead of
-// spinning.  Every sleep is bounded, so work UCX does not signal (an MPI
-// request progressed by PMPI_Test) still advances.
+// spinning.  Every sleep is bounded, so work UCX does not signal (such as
+// an MPI request the caller progresses) still advances.
 #pragma once
 
+#include "transport/oob.h"
 #include "util/status.h"
-
-#include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
 namespace terse {
-
-// Tag layout (64 bits): [context id 20][source comm rank 20][op seq 8][slot 16].
-// Messages with equal tags from one sender are matched in posting order, so
-// slot may wrap.
-constexpr uint64_t make_tag(uint32_t ctx_id, uint32_t src_rank, uint32_t seq, uint32_t slot) {
-    return (uint64_t(ctx_id & 0xFFFFFu) << 44) | (uint64_t(src_rank & 0xFFFFFu) << 24) |
-           (uint64_t(seq & 0xFFu) << 16) | uint64_t(slot & 0xFFFFu);
-}
 
 // A pending send or receive.  Owned by the caller; destroying a request that
 // is still pending cancels it and waits for UCX to release it.
@@ -80,13 +73,33 @@ public:
     size_t capacity_ = 0;    // receive buffer size, for the truncation message
 };
 
+// What the transport is told when it starts: everything it needs from
+// the world outside UCX, as plain values and callbacks.
+struct TransportParams {
+    // Reaches every process before endpoints exist: init gathers the worker
+    // addresses over it, finalize waits on it for every rank to have closed
+    // its endpoints.  Must stay valid until finalize().
+    OutOfBand *oob = nullptr;
+    // UCS_THREAD_MODE_MULTI for the worker (else SERIALIZED).
+    bool thread_multiple = false;
+    // Whether this node runs more ranks than the CPUs they may use, found by
+    // whoever starts the transport; cores_oversubscribed() reports it.
+    bool cores_oversubscribed = false;
+    // Writes a tag's fields as text for error messages: the layout belongs
+    // to whoever builds tags.  nullptr: the tag is printed in hexadecimal.
+    void (*describe_tag)(uint64_t tag, char *buf, size_t len) = nullptr;
+};
+
 class Transport {
 public:
-    // Collective over MPI_COMM_WORLD (called from MPI_Init / MPI_Init_thread).
-    // thread_multiple selects UCS_THREAD_MODE_MULTI for the worker.
-    static Status init(bool thread_multiple);
-    // Releases endpoints, worker and context.  Called from MPI_Finalize
-    // before PMPI_Finalize.  Safe to call when init failed or never ran.
+    // Collective over the out-of-band ranks (the runtime calls it from
+    // MPI_Init / MPI_Init_thread).  Calling it again while running is
+    // accepted only with the same thread_multiple.
+    static Status init(const TransportParams &params);
+    // Releases endpoints, worker and context (collectively, waiting on the
+    // out-of-band barrier when it can).  The runtime calls it from
+    // MPI_Finalize before PMPI_Finalize.  Safe to call when init failed or
+    // never ran.
     static void finalize();
     // nullptr before init / after finalize.
     static Transport *get();
@@ -114,8 +127,9 @@ public:
     // Whether terse set RNDV_THRESH=inf (TCP-only context, user left the
     // threshold alone; see the header comment).
     bool eager_only() const;
-    // Whether this node runs more ranks than the CPUs they may use (found
-    // at init).  Waiters then sleep at once rather than spin first.
+    // Whether this node runs more ranks than the CPUs they may use (as
+    // TransportParams said).  Waiters then sleep at once rather than spin
+    // first.
     bool cores_oversubscribed() const;
 
     // Number of endpoints currently open (tests check it stays flat).
