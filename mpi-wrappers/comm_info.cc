@@ -5,11 +5,8 @@
 #include "reentry_guard.h"
 
 #include "runtime/comm_state.h"
-#include "config/config.h"
+#include "runtime/info_hints.h"
 #include "util/log.h"
-
-#include <string>
-#include <vector>
 
 namespace terse {
 namespace {
@@ -18,25 +15,8 @@ namespace {
 // against a scratch configuration so that a bad hint is an error at the
 // call that gave it and changes nothing.
 Status info_terse_keys(MPI_Info info, ConfigOverrides *out) {
-    if (info == MPI_INFO_NULL) return TERSE_OK;
     CommConfig scratch;
-    Status s = config_apply_info(info, &scratch);
-    if (s != TERSE_OK) return s;
-    int n = 0;
-    PMPI_Info_get_nkeys(info, &n);
-    for (int i = 0; i < n; ++i) {
-        char key[MPI_MAX_INFO_KEY + 1] = {0};
-        PMPI_Info_get_nthkey(info, i, key);
-        std::string k(key);
-        if (k.rfind("terse_", 0) != 0) continue;
-        int len = 0, flag = 0;
-        PMPI_Info_get_valuelen(info, key, &len, &flag);
-        if (!flag) continue;
-        std::vector<char> val(len + 1, '\0');
-        PMPI_Info_get(info, key, len, val.data(), &flag);
-        (*out)[k.substr(6)] = val.data();
-    }
-    return TERSE_OK;
+    return config_apply_info(info, &scratch, out);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // config file, MPI_Info hints, overrides, their precedence, and the error
 // messages users see (source, key, bad value, what is accepted).
 #include "config/config.h"
+#include "runtime/info_hints.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>

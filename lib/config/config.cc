@@ -1,6 +1,7 @@
 // The entry points of the configuration over the key table (config_keys.cc):
 // one key from a named place, the codec grammar and sizes on their own, the
-// agreement hash, and the two in-process sources (MPI_Info hints and
+// agreement hash, and the two in-process sources (MPI_Info hints as plain
+// pairs, read from an MPI_Info by runtime/info_hints.cc, and
 // terse_comm_configure overrides).  The environment and the config file
 // live in config_env.cc / config_file.cc.
 #include "config/config.h"
@@ -89,29 +90,6 @@ Status config_apply_hint_overrides(const ConfigOverrides &hints, CommConfig *cfg
             return st;
     *cfg = std::move(next);
     return TERSE_OK;
-}
-
-Status config_apply_info(MPI_Info info, CommConfig *cfg) {
-    if (info == MPI_INFO_NULL) return TERSE_OK;
-    int nkeys = 0;
-    if (PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS)
-        return set_error(TERSE_ERR_MPI, "MPI_Info: MPI_Info_get_nkeys failed");
-    InfoHints hints;
-    for (int i = 0; i < nkeys; ++i) {
-        char key[MPI_MAX_INFO_KEY + 1] = {};
-        if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS)
-            return set_error(TERSE_ERR_MPI, "MPI_Info: MPI_Info_get_nthkey(%d) failed", i);
-        if (std::string_view(key).substr(0, 6) != "terse_") continue;  // not ours: not read
-        int len = 0, flag = 0;
-        if (PMPI_Info_get_valuelen(info, key, &len, &flag) != MPI_SUCCESS || !flag)
-            return set_error(TERSE_ERR_MPI, "MPI_Info key %s: MPI_Info_get_valuelen failed", key);
-        std::string value(size_t(len) + 1, '\0');
-        if (PMPI_Info_get(info, key, len, value.data(), &flag) != MPI_SUCCESS || !flag)
-            return set_error(TERSE_ERR_MPI, "MPI_Info key %s: MPI_Info_get failed", key);
-        value.resize(std::char_traits<char>::length(value.c_str()));
-        hints.emplace_back(key, std::move(value));
-    }
-    return config_apply_hints(hints, cfg);
 }
 
 Status config_apply_overrides(const ConfigOverrides &ov, CommConfig *cfg) {

@@ -12,8 +12,6 @@
 
 #include "util/status.h"
 
-#include <mpi.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -122,9 +120,6 @@ Status config_apply_hints(const InfoHints &hints, CommConfig *cfg, ConfigOverrid
 // Hints taken by config_apply_hints(), applied again (messages name them as
 // MPI_Info keys).
 Status config_apply_hint_overrides(const ConfigOverrides &hints, CommConfig *cfg);
-
-// The hints of an MPI_Info, through config_apply_hints().
-Status config_apply_info(MPI_Info info, CommConfig *cfg);
 
 // Explicit settings from terse_comm_configure().
 Status config_apply_overrides(const ConfigOverrides &ov, CommConfig *cfg);
