@@ -4,7 +4,6 @@
 #include "error_codes.h"
 #include "reentry_guard.h"
 
-#include "capture/capture.h"
 #include "util/log.h"
 
 namespace terse {
@@ -14,13 +13,6 @@ int report_error(MPI_Comm comm, Status status, const char *call) {
     int code = mpi_error_code(status);
     PMPI_Comm_call_errhandler(comm, code);
     return code;
-}
-
-void capture_input(CommState *st, const CollArgs &a) {
-    // Captures hold allreduce inputs only (what terse-eval replays).
-    if (a.kind != CollKind::Allreduce || !capture_active()) return;
-    Status cs = capture_record(*st, a.sendbuf, a.count, a.dtype, st->call_index, a.op);
-    if (cs != TERSE_OK) TERSE_LOG_WARN("capture: %s", last_error());
 }
 
 int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,

@@ -1,8 +1,9 @@
 // Shared by the C and Fortran bindings of every intercepted collective: the
-// decision "terse or PMPI" and the error path.  Callers hold a ReentryGuard.
-// The decision reads no environment and takes no lock of terse's own; it
-// depends only on arguments MPI requires to match on every rank and on
-// configuration agreed at context creation.
+// path "terse or PMPI" and the error path.  Callers hold a ReentryGuard.
+// The decision itself is engine_eligible() (engine/planner.h), reached
+// through the runtime's collective_eligible(); it reads no environment and
+// takes no lock of terse's own, and depends only on arguments MPI requires
+// to match on every rank and on configuration agreed at context creation.
 #pragma once
 
 #include "engine/coll_args.h"
@@ -24,9 +25,6 @@ int report_error(MPI_Comm comm, Status status, const char *call);
 
 // Start terse after PMPI_Init / PMPI_Init_thread succeeded.
 void start_runtime(int provided);
-
-// Capture hook for allreduce inputs (TERSE_CAPTURE); no-op when off.
-void capture_input(CommState *st, const CollArgs &a);
 
 // Run one collective on terse's engine if it is eligible, else through
 // pass() (the PMPI call).  mappable is false when the datatype, op or count
@@ -54,7 +52,6 @@ int run_collective(MPI_Comm comm, bool mappable, const CollArgs &a, const char *
         st->stats.c.calls_passed++;
         return pass();
     }
-    capture_input(st, a);
     s = collective_run(st, a);
     if (s != TERSE_OK) return report_error(comm, s, call);
     return MPI_SUCCESS;

@@ -1,11 +1,8 @@
 #include "capture/capture.h"
 
-#include "runtime/comm_state.h"
 #include "terse_build_config.h"
 
 #include <terse/version.h>
-
-#include <mpi.h>
 
 #include <new>
 
@@ -93,14 +90,15 @@ public:
 
     bool wanted(uint64_t call_index) const { return call_index % interval_ == 0; }
 
-    Status record(const CommState &st, const void *buf, size_t count, terse_dtype_t dtype,
+    Status record(const CaptureSite &st, const void *buf, size_t count, terse_dtype_t dtype,
                   uint64_t call_index, terse_op_t op) {
         std::lock_guard<std::mutex> lock(mu_);
         h5::QuietErrors quiet;
-        hid_t group = comm_group(st.name);
+        const std::string comm_name(st.comm_name);
+        hid_t group = comm_group(comm_name);
         if (group < 0)
             return set_error(TERSE_ERR_IO, "capture file '%s': cannot create the group of "
-                             "communicator '%s'", path_.c_str(), st.name.c_str());
+                             "communicator '%s'", path_.c_str(), comm_name.c_str());
         Handle type = h5::memory_type(dtype);
         if (!type.ok())
             return set_error(TERSE_ERR_UNSUPPORTED, "capture: datatype %d has no HDF5 type",
@@ -118,23 +116,23 @@ public:
                   H5Dclose);
         if (!ds.ok())
             return set_error(TERSE_ERR_IO, "capture file '%s': cannot create dataset %s/%s",
-                             path_.c_str(), h5::link_name(st.name).c_str(), name.c_str());
+                             path_.c_str(), h5::link_name(comm_name).c_str(), name.c_str());
         if (count > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
             return set_error(TERSE_ERR_IO, "capture file '%s': writing %zu elements to %s/%s failed "
-                             "(disk full?)", path_.c_str(), count, h5::link_name(st.name).c_str(),
+                             "(disk full?)", path_.c_str(), count, h5::link_name(comm_name).c_str(),
                              name.c_str());
-        std::vector<int32_t> members(st.world_rank_of.begin(), st.world_rank_of.end());
+        std::vector<int32_t> members(st.world_ranks.begin(), st.world_ranks.end());
         hid_t d = ds.get();
         int32_t world_rank = st.rank < int(members.size()) ? members[st.rank] : -1;
-        if (!attr_string(d, "comm_name", st.name) || !attr_string(d, "datatype", terse::dtype_name(dtype)) ||
+        if (!attr_string(d, "comm_name", comm_name) || !attr_string(d, "datatype", terse::dtype_name(dtype)) ||
             !attr_string(d, "op", h5::op_name(op)) || !attr_u64(d, "count", count) ||
             !attr_u64(d, "call_index", call_index) || !attr_i32(d, "rank", st.rank) ||
             !attr_i32(d, "comm_size", st.size) || !attr_i32(d, "world_rank", world_rank) ||
-            !attr_i32_array(d, "members", members) || !attr_string(d, "codec", st.config.codec.text()) ||
-            !attr_string(d, "config", st.config.canonical()) || !attr_u64(d, "ctx_id", st.ctx_id) ||
+            !attr_i32_array(d, "members", members) || !attr_string(d, "codec", st.config->codec.text()) ||
+            !attr_string(d, "config", st.config->canonical()) || !attr_u64(d, "ctx_id", st.ctx_id) ||
             !attr_u64(d, "seq", st.seq))
             return set_error(TERSE_ERR_IO, "capture file '%s': cannot write the attributes of %s/%s",
-                             path_.c_str(), h5::link_name(st.name).c_str(), name.c_str());
+                             path_.c_str(), h5::link_name(comm_name).c_str(), name.c_str());
         // Flush so that a run that dies later still leaves a readable file.
         H5Fflush(file_.get(), H5F_SCOPE_LOCAL);
         return TERSE_OK;
@@ -176,16 +174,13 @@ namespace {
 CaptureWriter *g_writer = nullptr;
 }  // namespace
 
-Status capture_open(const GlobalConfig &global, int world_rank) {
+Status capture_open(const GlobalConfig &global, int world_rank, int world_size) {
     capture_close();
     if (global.capture_prefix.empty()) return TERSE_OK;
     if (global.capture_interval == 0)
         return set_error(TERSE_ERR_INVALID,
                          "TERSE_CAPTURE_INTERVAL=0: the interval must be a positive integer "
                          "(1 records every call, N every N-th call of each communicator)");
-    int world_size = 1, initialized = 0;
-    PMPI_Initialized(&initialized);
-    if (initialized) PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
     auto *w = new (std::nothrow) CaptureWriter;
     if (!w) return set_error(TERSE_ERR_NO_MEMORY, "capture: out of memory");
     Status s = w->open(global.capture_prefix, global.capture_interval, world_rank, world_size);
@@ -201,13 +196,14 @@ Status capture_open(const GlobalConfig &global, int world_rank) {
 
 bool capture_wanted(uint64_t call_index) { return g_writer && g_writer->wanted(call_index); }
 
-Status capture_record(const CommState &st, const void *buf, size_t count, terse_dtype_t dtype,
+Status capture_record(const CaptureSite &site, const void *buf, size_t count, terse_dtype_t dtype,
                       uint64_t call_index, terse_op_t op) {
     if (!g_writer || !g_writer->wanted(call_index)) return TERSE_OK;
     if (count > 0 && buf == nullptr)
         return set_error(TERSE_ERR_INVALID, "capture: null buffer for %zu elements", count);
+    if (!site.config) return set_error(TERSE_ERR_INVALID, "capture: no configuration given for the communicator");
     try {
-        return g_writer->record(st, buf, count, dtype, call_index, op);
+        return g_writer->record(site, buf, count, dtype, call_index, op);
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "capture: out of memory");
     }
@@ -225,8 +221,7 @@ const char *capture_path() { return g_writer ? g_writer->path().c_str() : ""; }
 
 #else  // !TERSE_HAVE_HDF5
 
-Status capture_open(const GlobalConfig &global, int world_rank) {
-    (void)world_rank;
+Status capture_open(const GlobalConfig &global, int, int) {
     if (global.capture_prefix.empty()) return TERSE_OK;
     return set_error(TERSE_ERR_UNSUPPORTED,
                      "TERSE_CAPTURE=%s: this terse was built without HDF5, so it cannot write "
@@ -237,7 +232,7 @@ Status capture_open(const GlobalConfig &global, int world_rank) {
 
 bool capture_wanted(uint64_t) { return false; }
 
-Status capture_record(const CommState &, const void *, size_t, terse_dtype_t, uint64_t, terse_op_t) {
+Status capture_record(const CaptureSite &, const void *, size_t, terse_dtype_t, uint64_t, terse_op_t) {
     return TERSE_OK;
 }
 

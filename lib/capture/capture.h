@@ -4,7 +4,7 @@
 // MPI_COMM_WORLD), one dataset per recorded call; the layout is described in
 // capture_format.h and terse(7).
 //
-// The wrappers call capture_record() for every intercepted allreduce before
+// The runtime calls capture_record() for every intercepted allreduce before
 // the engine touches the buffers; it records every TERSE_CAPTURE_INTERVAL-th
 // call of each communicator (call_index % interval == 0).  Capture only reads
 // the user's buffer, so results never change.  When capture is off the only
@@ -21,11 +21,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 namespace terse {
 
-class CommState;
 class CaptureWriter;  // owns the open file; defined in capture.cc
+
+// The communicator of a recorded call, as plain values (the runtime fills
+// them in from its communicator state).
+struct CaptureSite {
+    std::string_view comm_name;
+    int rank = 0;                        // in the communicator
+    int size = 1;
+    std::span<const int> world_ranks;    // comm rank -> MPI_COMM_WORLD rank
+    const CommConfig *config = nullptr;  // its agreed configuration
+    uint32_t ctx_id = 0;                 // the engine operation's context id
+    uint32_t seq = 0;                    // and sequence number
+};
 
 namespace capture_detail {
 // Written only by capture_open()/capture_close() (MPI_Init / MPI_Finalize,
@@ -42,19 +55,21 @@ inline bool capture_active() { return capture_detail::g_active; }
 bool capture_wanted(uint64_t call_index);
 
 // From runtime_init, after the environment was read.  Does nothing when
-// global.capture_prefix is empty.  Creates (truncates) the rank's file.
-// Errors: TERSE_ERR_UNSUPPORTED (no HDF5 in this build), TERSE_ERR_INVALID
-// (interval 0), TERSE_ERR_IO (file cannot be created; names the path).
-Status capture_open(const GlobalConfig &global, int world_rank);
+// global.capture_prefix is empty.  Creates (truncates) the rank's file,
+// recording world_rank and world_size in it.  Errors: TERSE_ERR_UNSUPPORTED
+// (no HDF5 in this build), TERSE_ERR_INVALID (interval 0), TERSE_ERR_IO
+// (file cannot be created; names the path).
+Status capture_open(const GlobalConfig &global, int world_rank, int world_size);
 
-// Record the input of one intercepted call on st if call_index is sampled.
-// buf holds count elements of dtype in host memory (for MPI_IN_PLACE, the
-// receive buffer before the operation).  Call it after comm_state_ready()
-// and before engine_start(): st.ctx_id and st.seq are then the values the
-// engine's operation uses (terse-eval reproduces its codec seeds from them).  Thread safe (a mutex is taken only
-// while capture is active).  On failure returns TERSE_ERR_IO with a message;
-// the caller should report it and go on: the collective itself is unaffected.
-Status capture_record(const CommState &st, const void *buf, size_t count, terse_dtype_t dtype,
+// Record the input of one intercepted call on the communicator `site` if
+// call_index is sampled.  buf holds count elements of dtype in host memory
+// (for MPI_IN_PLACE, the receive buffer before the operation).  The runtime
+// calls it before the engine starts the call, with the context id and
+// sequence number the engine's operation uses (terse-eval reproduces its
+// codec seeds from them).  Thread safe (a mutex is taken only while capture
+// is active).  On failure returns TERSE_ERR_IO with a message; the caller
+// should report it and go on: the collective itself is unaffected.
+Status capture_record(const CaptureSite &site, const void *buf, size_t count, terse_dtype_t dtype,
                       uint64_t call_index, terse_op_t op = TERSE_OP_SUM);
 
 // From runtime_finalize: flushes and closes the file; safe to call when

@@ -1,14 +1,37 @@
 // From a communicator's state to the engine's plain inputs.
 #include "runtime/collective.h"
 
+#include "capture/capture.h"
 #include "engine/error_feedback.h"
 #include "engine/planner.h"
 #include "runtime/engine_ports.h"
 #include "util/dtype.h"
+#include "util/log.h"
 
 #include <new>
 
 namespace terse {
+
+namespace {
+
+// TERSE_CAPTURE: the input of an intercepted allreduce, before the engine
+// touches the buffers (captures hold allreduce inputs only: what terse-eval
+// replays).  A failure is reported and the call goes on.
+void capture_input(const CommState *st, const CollArgs &a) {
+    if (a.kind != CollKind::Allreduce || !capture_active()) return;
+    CaptureSite site;
+    site.comm_name = st->name;
+    site.rank = st->rank;
+    site.size = st->size;
+    site.world_ranks = st->world_rank_of;
+    site.config = &st->config;
+    site.ctx_id = st->ctx_id;
+    site.seq = st->seq;
+    Status cs = capture_record(site, a.sendbuf, a.count, a.dtype, st->call_index, a.op);
+    if (cs != TERSE_OK) TERSE_LOG_WARN("capture: %s", last_error());
+}
+
+}  // namespace
 
 bool collective_eligible(const CommState *st, const CollArgs &a) {
     if (!st) return false;
@@ -18,6 +41,7 @@ bool collective_eligible(const CommState *st, const CollArgs &a) {
 }
 
 Status collective_start(CommState *st, const CollArgs &args, Priority prio, std::unique_ptr<Operation> *op) {
+    capture_input(st, args);
     if (!st->ready)
         return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
     CodecInstance *ci = nullptr;

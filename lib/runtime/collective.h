@@ -17,8 +17,9 @@ namespace terse {
 // st's configuration, size and codec.
 bool collective_eligible(const CommState *st, const CollArgs &args);
 
-// Start an eligible collective on st (which must be ready): counts it in
-// st's statistics and gives it the next sequence number.
+// Start an eligible collective on st (which must be ready): records its
+// input when TERSE_CAPTURE asks, counts it in st's statistics and gives it
+// the next sequence number.
 Status collective_start(CommState *st, const CollArgs &args, Priority prio,
                         std::unique_ptr<Operation> *op);
 

@@ -122,8 +122,9 @@ bool runtime_active() { return g_rt.active.load(std::memory_order_acquire); }
 const GlobalConfig &runtime_global() { return g_rt.global; }
 
 Status runtime_init(int provided) {
-    int wrank = 0;
+    int wrank = 0, wsize = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     log_set_rank(wrank);
     Status s = config_read_environment(&g_rt.global, &g_rt.env_defaults);
     if (s != TERSE_OK) return s;
@@ -141,7 +142,7 @@ Status runtime_init(int provided) {
         s = Registry::instance().parse_params(g_rt.env_defaults.codec, &p);
         if (s != TERSE_OK) return s;
     }
-    s = capture_open(g_rt.global, wrank);
+    s = capture_open(g_rt.global, wrank, wsize);
     if (s != TERSE_OK) return s;
     g_rt.oob.emplace(MPI_COMM_WORLD);
     TransportParams tp;
