@@ -20,8 +20,12 @@
 //   error_feedback.h/.cc   residuals carried between calls
 //   verify.h/.cc           TERSE_VERIFY
 //   stats.h/.cc            per-communicator counters
-//   ports.h                the transport and the MPI control plane seen as two
-//                          small interfaces (implemented in lib/runtime/)
+//   ports.h                messages and the MPI control plane seen as two small
+//                          interfaces without UCX or MPI types (implemented in
+//                          lib/runtime/engine_ports.cc)
+//   message_tag.h          the tag layout (op_tag in op_base.h builds tags)
+// Besides the ports, the engine drives the transport only to progress it
+// and to sleep while waiting (engine_wait, engine_progress_all).
 //
 // Failures: a rank that fails locally (no memory at the start or in the
 // schedule's set-up, a corrupt frame, a codec error) keeps its schedule

@@ -70,7 +70,7 @@ public:
     FramePool &pool() { return pool_; }
 
     // Set up everything that can fail before the first message; called once
-    // by make_operation.  A local failure here poisons the operation (it
+    // by engine_start.  A local failure here poisons the operation (it
     // still runs its schedule, so that every rank learns of it) rather than
     // returning; an error return means the schedule cannot run at all.
     Status start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control);
