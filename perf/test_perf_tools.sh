@@ -19,7 +19,7 @@ for np in 2 3; do
     echo "$out" | rows | awk -F, '$7 != "" || $10 != 1 || $11 != "pass" || $9 > 1e-5 { bad = 1; print "bad row: " $0 }
                                   END { exit bad }' || fail "plain np=$np rows"
 done
-for kind in gauss smooth file:$srcdir/../../shared/data/ecg_108000_f32.raw; do
+for kind in gauss smooth file:${TERSE_SHARED_DATA:-$srcdir/../../shared/data}/ecg_108000_f32.raw; do
     case $kind in file:*) [ -f "${kind#file:}" ] || { echo "(no shared data: skip $kind)"; continue; } ;; esac
     run_np 2 $bench -m 1K:64K -d double -t "$kind" -i 2 -x 0 -c >/dev/null || fail "data kind $kind"
 done

@@ -1,10 +1,8 @@
 #!/bin/sh
-# Configure and build terse out of tree in ./build (re-running is cheap).
+# Configure (scripts/configure.sh) and build terse out of tree in ./build
+# (re-running is cheap).  Arguments go to configure.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-[ -x configure ] && [ configure -nt configure.ac ] || ./autogen.sh
-mkdir -p build
-cd build
-[ -f Makefile ] && [ config.status -nt ../configure ] || ../configure --prefix="$top/build/install" "$@"
+"$top/scripts/configure.sh" "$@"
+cd "$top/build"
 make -j"$(nproc)"

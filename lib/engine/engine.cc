@@ -167,13 +167,10 @@ namespace {
 // usually gives the CPU back sooner).  Then every wait
 // of the process skips step 2 for kSleepOnlyFor: a rank that keeps
 // yielding stays runnable and keeps using up its fair share, while one that
-// wakes from sleep gets the CPU promptly.
-// Measured on the 2-core host (shared memory, 1 MiB, medians of 5 runs,
-// other sessions' load 2-4 besides; 2026-12-02), Open MPI / previous engine
-// (spin, yield after 64 idle polls) / this: 4 ranks, 0.44-0.58 / 0.72-0.92
-// / 0.70-1.21 ms; 4 ranks and one busy process, 10.7 / 11.3 / 2.4 ms; two
-// busy processes, 14.9 / 19.6 / 4.5 ms; 2 ranks and two busy processes,
-// 0.25 / 5.4 / 0.6 ms.
+// wakes from sleep gets the CPU promptly.  Against spinning (and yielding
+// after a number of idle polls) this costs little on an idle node and wins
+// by far when other processes want the CPUs: perf/README.md, "Waiting when
+// ranks share cores", has the figures and the command.
 constexpr auto kSpin = std::chrono::microseconds(20);
 constexpr auto kYieldFor = std::chrono::milliseconds(5);
 constexpr auto kSlowYield = std::chrono::milliseconds(1);

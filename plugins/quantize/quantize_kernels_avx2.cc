@@ -280,12 +280,15 @@ struct Avx2Body {
     TQ_TARGET static bool decode_groups(const uint8_t *in, size_t groups, int width, uint32_t mul, uint32_t zoff,
                                         uint32_t smax, double u, T *dst, bool acc) {
         switch (width) {
+        // clang-format would take the case labels inside TQ_W for statements.
+        // clang-format off
 #define TQ_W(W) \
     case W: return decode_run<T, W>(in, groups, mul, zoff, smax, u, dst, acc);
             TQ_W(1) TQ_W(2) TQ_W(3) TQ_W(4) TQ_W(5) TQ_W(6) TQ_W(7) TQ_W(8) TQ_W(9) TQ_W(10) TQ_W(11) TQ_W(12)
             TQ_W(13) TQ_W(14) TQ_W(15) TQ_W(16) TQ_W(17) TQ_W(18) TQ_W(19) TQ_W(20) TQ_W(21) TQ_W(22) TQ_W(23)
             TQ_W(24) TQ_W(25) TQ_W(26) TQ_W(27) TQ_W(28) TQ_W(29) TQ_W(30) TQ_W(31) TQ_W(32)
 #undef TQ_W
+        // clang-format on
         default: return false;
         }
     }
