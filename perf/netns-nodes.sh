@@ -81,6 +81,8 @@ Runs the command in the head namespace, where mpirun finds its nodes through:
   OMPI_MCA_btl_tcp_if_include     10.99.0.0/24 (data network, shaped)
   OMPI_MCA_hwloc_base_binding_policy=none (the nodes share this machine's CPUs)
   OMPI_MCA_plm_rsh_no_tree_spawn=1
+  OMPI_MCA_mpi_yield_when_idle=1  when N x K exceeds this machine's CPUs (as
+                                  mpirun does on one oversubscribed host)
   UCX_NET_DEVICES=data0           (any UCX user: terse's own transport too)
   NETNS_NODES_HOSTS               10.98.0.1:K,...  (for mpirun -H)
   NETNS_NODES_DATA_IF=data0, NETNS_NODES_COUNT=N
@@ -233,6 +235,13 @@ export OMPI_MCA_oob_tcp_if_include="$ctl_net.0/24"
 export OMPI_MCA_btl_tcp_if_include="$data_net.0/24"
 export OMPI_MCA_hwloc_base_binding_policy=none
 export UCX_NET_DEVICES=data0
+# Each orted sees a node of K slots that is not oversubscribed, so Open
+# MPI's ranks would spin without ever yielding, while all nodes share this
+# machine's CPUs: where the slots outnumber them, ask for what mpirun does
+# on one oversubscribed host (unless the caller chose).
+if [ "$((nodes * ppn))" -gt "$(nproc)" ] && [ -z "${OMPI_MCA_mpi_yield_when_idle:-}" ]; then
+    export OMPI_MCA_mpi_yield_when_idle=1
+fi
 export NETNS_NODES_HOSTS="$hosts" NETNS_NODES_DATA_IF=data0 NETNS_NODES_COUNT="$nodes"
 
 # Not exec: the trap must still delete the fabric afterwards.
