@@ -159,6 +159,12 @@ trap 'exit 143' TERM HUP
 add_ns() {
     ip netns add "$1" || die "ip netns add $1 failed (is this a container without CAP_SYS_ADMIN?)"
     created+=("$1")
+    # No IPv6 inside the fabric: new links would otherwise send multicast
+    # listener reports that show in the counters.  These are the new
+    # namespace's own settings (ip netns exec fails rather than run here).
+    # shellcheck disable=SC2016
+    ip netns exec "$1" sh -c 'for k in all default; do
+        [ ! -w /proc/sys/net/ipv6/conf/$k/disable_ipv6 ] || echo 1 >/proc/sys/net/ipv6/conf/$k/disable_ipv6; done'
     ip -n "$1" link set lo up
 }
 netem_missing() {
@@ -180,12 +186,10 @@ shape() {
 }
 # veth HUBDEV BRIDGE NODE NODEDEV ADDR: a veth pair from a bridge of the
 # head namespace to NODEDEV in NODE, created in place (never in the root
-# namespace), without IPv6 link-local addresses (no stray traffic).
+# namespace).
 veth() {
     ip -n "$head" link add "$1" type veth peer name "$4" netns "$3" ||
         die "cannot create a veth pair (kernel without veth?)"
-    ip -n "$head" link set "$1" addrgenmode none
-    ip -n "$3" link set "$4" addrgenmode none
     ip -n "$head" link set "$1" master "$2" up
     ip -n "$3" addr add "$5/24" dev "$4"
     ip -n "$3" link set "$4" up
@@ -194,8 +198,6 @@ veth() {
 add_ns "$head"
 ip -n "$head" link add ctl type bridge || die "cannot create a bridge (kernel without bridge support?)"
 ip -n "$head" link add sw type bridge
-ip -n "$head" link set ctl addrgenmode none
-ip -n "$head" link set sw addrgenmode none
 ip -n "$head" addr add "$ctl_net.254/24" dev ctl
 ip -n "$head" link set ctl up
 ip -n "$head" link set sw up
