@@ -107,27 +107,18 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$rate" ] || { usage >&2; die "--rate is required"; }
 [ $# -gt 0 ] || { usage >&2; die "no command given after --"; }
+# shellcheck source=netns-shape.sh
+. "$(dirname "$0")/netns-shape.sh"
+shape_check_args
 case "$nodes" in ''|*[!0-9]*|0) die "--nodes: expected a count from 1 to 200, got \"$nodes\"" ;; esac
 [ "$nodes" -le 200 ] || die "--nodes: expected a count from 1 to 200, got \"$nodes\""
 case "$ppn" in ''|*[!0-9]*|0) die "--ppn: expected a slot count >= 1, got \"$ppn\"" ;; esac
-case "$rate" in
-unshaped|none) rate=unshaped ;;
-*[0-9]*bit|*[0-9]*bps) ;;
-*) die "--rate \"$rate\": expected a tc rate such as 1gbit, 10gbit, 500mbit, or unshaped" ;;
-esac
-case "$delay" in
-""|0|0ms|0us) delay="" ;;
-*[0-9]*s) ;;
-*) die "--delay \"$delay\": expected a time such as 100us or 1ms" ;;
-esac
 
 [ "$(id -u)" = 0 ] || die "must run as root (creates network namespaces, veth pairs and bridges)"
 for c in ip unshare hostname; do
     command -v $c >/dev/null 2>&1 || die "'$c' not found (ip: iproute2; unshare: util-linux; hostname: hostname)"
 done
-if [ "$rate" != unshaped ] || [ -n "$delay" ]; then
-    command -v tc >/dev/null 2>&1 || die "'tc' not found: install iproute2"
-fi
+shape_tools
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 [ -x "$self" ] || die "$self is not executable (mpirun runs it as its rsh agent)"
 
@@ -167,23 +158,6 @@ add_ns() {
         [ ! -w /proc/sys/net/ipv6/conf/$k/disable_ipv6 ] || echo 1 >/proc/sys/net/ipv6/conf/$k/disable_ipv6; done'
     ip -n "$1" link set lo up
 }
-netem_missing() {
-    die "cannot add a netem qdisc for --delay: this kernel lacks sch_netem (try 'modprobe sch_netem'), or run without --delay"
-}
-# shape NS DEV WITH_DELAY: the egress of DEV at RATE (tbf), after netem's
-# delay where asked.
-shape() {
-    local ns=$1 dev=$2 d=${3:+$delay}
-    if [ -n "$d" ] && [ "$rate" != unshaped ]; then
-        ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: netem delay "$d" limit 100000 || netem_missing
-        ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: tbf rate "$rate" burst "$burst" latency 50ms
-    elif [ -n "$d" ]; then
-        ip netns exec "$ns" tc qdisc add dev "$dev" root netem delay "$d" limit 100000 || netem_missing
-    elif [ "$rate" != unshaped ]; then
-        ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst "$burst" latency 50ms ||
-            die "cannot add a tbf qdisc (kernel without sch_tbf?)"
-    fi
-}
 # veth HUBDEV BRIDGE NODE NODEDEV ADDR: a veth pair from a bridge of the
 # head namespace to NODEDEV in NODE, created in place (never in the root
 # namespace).
@@ -208,8 +182,10 @@ for i in $(seq 1 "$nodes"); do
     add_ns "$ns"
     veth "c$i" ctl "$ns" ctl0 "$ctl_net.$i"
     veth "d$i" sw "$ns" data0 "$data_net.$i"
-    shape "$ns" data0 delay
-    shape "$head" "d$i" ""
+    # The node's NIC: what it sends (netem's delay once, on this side) and
+    # what it receives (the switch port's egress).
+    shape_link "$ns" data0 "$delay"
+    shape_link "$head" "d$i" ""
     echo "$ctl_net.$i slots=$ppn" >>"$workdir/hostfile"
     hosts="$hosts${hosts:+,}$ctl_net.$i:$ppn"
 done
