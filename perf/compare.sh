@@ -14,6 +14,10 @@
 #
 # Every TERSE_* variable of the caller's environment (TERSE_MIN_BYTES,
 # TERSE_CHUNK_BYTES, ...) is passed to the terse runs.
+#
+# With --nodes N the ranks run on N emulated nodes instead (see
+# perf/netns-nodes.sh): shared memory inside a node, each node's link to a
+# switch shaped to --rate in each direction.
 set -u
 
 prog=compare.sh
@@ -24,7 +28,12 @@ usage() {
     cat <<EOF
 Usage: perf/compare.sh [options] [-- extra terse-osu-allreduce options]
   -np N            ranks (default 2)
-  --rate RATE      loopback rate: 1gbit, 10gbit, ... or unshaped (default 1gbit)
+  --rate RATE      loopback rate: 1gbit, 10gbit, ... or unshaped (default 1gbit);
+                   with --nodes, the rate of each node's link
+  --nodes N        N emulated nodes (perf/netns-nodes.sh) instead of one shared
+                   loopback: ranks fill nodes of ceil(np/N) slots in order;
+                   Open MPI on vader inside a node and TCP between nodes,
+                   terse's UCX on TERSE_UCX_TLS=self,sm,tcp over data0
   --delay DELAY    extra one-way delay with netem, e.g. 100us (default none)
   --codec SPEC     terse codec, e.g. none, quantize:bits=8; repeat for several
                    codecs against one baseline run (default none)
@@ -55,7 +64,7 @@ die() { echo "$prog: $*" >&2; exit 2; }
 
 # ------------------------------------------------------------------ options
 np=2 rate=1gbit delay="" sizes=1M:64M iters=20 warmup=2 limit=3 dtype=float kind=laplace
-build="" prefix="" ref_build="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs="" native="" repeat=1
+nodes="" build="" prefix="" ref_build="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs="" native="" repeat=1
 codecs=()
 extra=()
 need() { [ "$2" -ge 2 ] || die "$1 needs a value (see --help)"; }
@@ -64,6 +73,7 @@ while [ $# -gt 0 ]; do
     -np|--np|-n) need "$1" $#; np=$2; shift 2 ;;
     --rate) need "$1" $#; rate=$2; shift 2 ;;
     --delay) need "$1" $#; delay=$2; shift 2 ;;
+    --nodes) need "$1" $#; nodes=$2; shift 2 ;;
     --codec) need "$1" $#; codecs+=("$2"); shift 2 ;;
     -m) need "$1" $#; sizes=$2; shift 2 ;;
     -i) need "$1" $#; iters=$2; shift 2 ;;
@@ -90,6 +100,13 @@ done
 case "$np" in ''|*[!0-9]*|0|1) die "-np: expected a rank count >= 2, got \"$np\"" ;; esac
 case "$repeat" in ''|*[!0-9]*|0) die "--repeat: expected a count >= 1, got \"$repeat\"" ;; esac
 case "$dtype" in float|double) ;; *) die "-d: expected float or double, got \"$dtype\"" ;; esac
+ppn=""
+if [ -n "$nodes" ]; then
+    case "$nodes" in *[!0-9]*|0) die "--nodes: expected a node count >= 1, got \"$nodes\"" ;; esac
+    [ "$use_netns" = 1 ] || die "--nodes cannot be combined with --no-netns or --native"
+    [ "$np" -ge "$nodes" ] || die "--nodes $nodes needs at least $nodes ranks (-np $np)"
+    ppn=$(( (np + nodes - 1) / nodes ))
+fi
 
 # ------------------------------------------------------- locate the binaries
 # A build tree: perf/terse-osu-allreduce, mpi-wrappers/.libs/libterse.so and
@@ -137,7 +154,13 @@ mpi_flags=(--oversubscribe --bind-to none)
 # Both runs: Open MPI on TCP over the (shaped) loopback, never shared memory.
 tcp_flags=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 ucx_envs=(-x TERSE_UCX_TLS="${TERSE_UCX_TLS:-tcp}" -x TERSE_UCX_NET_DEVICES="${TERSE_UCX_NET_DEVICES:-lo}")
-if [ -n "$native" ]; then
+if [ -n "$nodes" ]; then
+    # netns-nodes.sh exports the hosts, the rsh agent and btl_tcp_if_include
+    # (the data network); Open MPI uses shared memory inside a node, and so
+    # does terse's UCX (the nodes' IPC namespaces keep it off other nodes).
+    tcp_flags=(--mca pml ob1 --mca btl self,vader,tcp)
+    ucx_envs=(-x TERSE_UCX_TLS="${TERSE_UCX_TLS:-self,sm,tcp}" -x TERSE_UCX_NET_DEVICES="${TERSE_UCX_NET_DEVICES:-data0}")
+elif [ -n "$native" ]; then
     tcp_flags=()
     ucx_envs=()
     [ -n "${TERSE_UCX_TLS:-}" ] && ucx_envs+=(-x TERSE_UCX_TLS)
@@ -152,7 +175,7 @@ if [ -n "$inside" ]; then
     label() {
         step=$((step + 1))
         if [ -n "$progress" ]; then printf '[%d/%d] ' "$step" "$total" >&2; fi
-        printf 'np=%s rate=%s %s%s ...\n' "$np" "$rate" "$1" "${2:+ $2}" >&2
+        printf 'np=%s%s rate=%s %s%s ...\n' "$np" "${nodes:+ nodes=$nodes}" "$rate" "$1" "${2:+ $2}" >&2
     }
     # shellcheck disable=SC2086
     run_one() {  # name, then environment assignments for mpirun -x
@@ -212,11 +235,13 @@ codecs=("${kept[@]}")
 
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/terse-compare.XXXXXX")
 trap 'rm -rf "$workdir"' EXIT
-inner=("$0" --inside "$workdir" ${native:+--native} --repeat "$repeat" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
+inner=("$0" --inside "$workdir" ${native:+--native} ${nodes:+--nodes "$nodes"} --repeat "$repeat" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
        -d "$dtype" -t "$kind" ${prefix:+--prefix "$prefix"} ${build:+--build "$build"} ${ref_build:+--ref-build "$ref_build"} ${progress:+--progress "$progress"})
 for c in "${codecs[@]}"; do inner+=(--codec "$c"); done
 inner+=(-- ${extra[@]+"${extra[@]}"})
-if [ "$use_netns" = 1 ]; then
+if [ -n "$nodes" ]; then
+    "$here/netns-nodes.sh" --nodes "$nodes" --ppn "$ppn" --rate "$rate" ${delay:+--delay "$delay"} -- "${inner[@]}" || exit $?
+elif [ "$use_netns" = 1 ]; then
     "$here/netns-run.sh" --rate "$rate" ${delay:+--delay "$delay"} -- "${inner[@]}" || exit $?
 else
     if [ -n "$native" ]; then rate="native"; else rate="host-lo"; fi
@@ -269,7 +294,10 @@ mpi_lib=$(meta baseline "MPI library")
 
 echo "# terse vs plain MPI: MPI_Allreduce(SUM), np=$np, $dtype, data=$kind, rate=$rate${delay:+, delay=$delay}"
 echo "# MPI library: $mpi_lib"
-if [ "$use_netns" = 1 ]; then
+if [ -n "$nodes" ]; then
+    echo "# Fabric: $nodes emulated nodes (perf/netns-nodes.sh) of up to $ppn ranks, ranks filled in order;"
+    echo "#   shared memory inside a node, each node's link to the switch shaped to $rate each way."
+elif [ "$use_netns" = 1 ]; then
     echo "# Fabric: all $np ranks share ONE loopback shaped to $rate in a private network namespace"
     echo "#   (shared-link model: the rate is the aggregate of all ranks' traffic, not per rank)."
 elif [ -n "$native" ]; then
@@ -277,7 +305,10 @@ elif [ -n "$native" ]; then
 else
     echo "# Fabric: the host's unshaped loopback (--no-netns)."
 fi
-if [ -n "$native" ]; then
+if [ -n "$nodes" ]; then
+    echo "# Baseline: mpirun ${tcp_flags[*]} (Open MPI: vader inside a node, TCP on data0 between nodes)"
+    echo "# terse:    same mpirun flags + LD_PRELOAD=$libterse ${ucx_envs[*]}"
+elif [ -n "$native" ]; then
     echo "# Baseline: mpirun ${mpi_flags[*]} (the MPI library's default transports)"
     echo "# terse:    same mpirun flags + LD_PRELOAD=$libterse ${ucx_envs[*]:-}"
 else
@@ -307,7 +338,7 @@ for c in "${codecs[@]}"; do
         else echo "reference build run FAILED (exit $(rc_of ref$i)); its columns are left out:"; tail -n 5 "$workdir/ref$i.err" | sed 's/^/  | /'; fi
     fi
     # Join the CSVs on size (the reference build's third, when there is one).
-    awk -F, -v np="$np" -v rate="$rate" -v delay="${delay:-0}" -v codec="$c" -v dtype="$dtype" -v kind="$kind" \
+    awk -F, -v np="$np" -v nodes="$nodes" -v rate="$rate" -v delay="${delay:-0}" -v codec="$c" -v dtype="$dtype" -v kind="$kind" \
         -v csv="$csv_out" '
     function human(b) {
         if (b >= 1073741824 && b % 1073741824 == 0) return (b / 1073741824) "G"
@@ -343,12 +374,12 @@ for c in "${codecs[@]}"; do
             if (csv != "") {
                 if (!header_done) {
                     if ((getline line < csv) <= 0)
-                        print "np,rate,delay,codec,dtype,data,size,mpi_avg_us,terse_avg_us,speedup,mpi_busbw_gbs,terse_busbw_gbs,wire_ratio,mpi_max_rel_err,terse_max_abs_err,terse_max_rel_err,mpi_iterations,terse_iterations,terse_identical" >> csv
+                        print "np,rate,delay,codec,dtype,data,size,mpi_avg_us,terse_avg_us,speedup,mpi_busbw_gbs,terse_busbw_gbs,wire_ratio,mpi_max_rel_err,terse_max_abs_err,terse_max_rel_err,mpi_iterations,terse_iterations,terse_identical,nodes" >> csv
                     close(csv); header_done = 1
                 }
-                printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", np, rate, delay, codec, dtype,
+                printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", np, rate, delay, codec, dtype,
                        kind, s, mavg[s], tavg[s], sp, mbw[s], tbw[s], ratio[s], merr[s], tabs[s], terr[s], mit[s],
-                       tit[s], ident[s] >> csv
+                       tit[s], ident[s], nodes >> csv
             }
         }
     }' "$workdir/baseline.csv" "$workdir/terse$i.csv" "$ref_csv"

@@ -44,22 +44,13 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$rate" ] || { usage >&2; die "--rate is required"; }
 [ $# -gt 0 ] || { usage >&2; die "no command given after --"; }
-case "$rate" in
-unshaped|none) rate=unshaped ;;
-*[0-9]*bit|*[0-9]*bps) ;;
-*) die "--rate \"$rate\": expected a tc rate such as 1gbit, 10gbit, 500mbit, or unshaped" ;;
-esac
-case "$delay" in
-""|0|0ms|0us) delay="" ;;
-*[0-9]*s) ;;
-*) die "--delay \"$delay\": expected a time such as 100us or 1ms" ;;
-esac
+# shellcheck source=netns-shape.sh
+. "$(dirname "$0")/netns-shape.sh"
+shape_check_args
 
 [ "$(id -u)" = 0 ] || die "must run as root (creates a network namespace and shapes it with tc)"
 command -v ip >/dev/null 2>&1 || die "'ip' not found: install iproute2"
-if [ "$rate" != unshaped ] || [ -n "$delay" ]; then
-    command -v tc >/dev/null 2>&1 || die "'tc' not found: install iproute2"
-fi
+shape_tools
 
 ns="terse-$$"
 cleanup() { ip netns delete "$ns" 2>/dev/null || true; }
@@ -69,18 +60,7 @@ trap 'exit 143' TERM HUP
 
 ip netns add "$ns" || die "ip netns add $ns failed (is this a container without CAP_SYS_ADMIN?)"
 ip -n "$ns" link set lo up
-netem_missing() {
-    die "cannot add a netem qdisc for --delay: this kernel lacks sch_netem (try 'modprobe sch_netem'), or run without --delay"
-}
-if [ -n "$delay" ] && [ "$rate" != unshaped ]; then
-    # netem delays, its child tbf limits the rate.
-    ip netns exec "$ns" tc qdisc add dev lo root handle 1: netem delay "$delay" limit 100000 || netem_missing
-    ip netns exec "$ns" tc qdisc add dev lo parent 1:1 handle 10: tbf rate "$rate" burst "$burst" latency 50ms
-elif [ -n "$delay" ]; then
-    ip netns exec "$ns" tc qdisc add dev lo root netem delay "$delay" limit 100000 || netem_missing
-elif [ "$rate" != unshaped ]; then
-    ip netns exec "$ns" tc qdisc add dev lo root tbf rate "$rate" burst "$burst" latency 50ms
-fi
+shape_link "$ns" lo "$delay"
 if [ -n "${NETNS_RUN_VERBOSE:-}" ]; then
     echo "$prog: namespace $ns, lo: $(ip netns exec "$ns" tc qdisc show dev lo | tr '\n' ' ')" >&2
 fi
