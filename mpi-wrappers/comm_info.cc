@@ -4,23 +4,8 @@
 #include "dispatch.h"
 #include "reentry_guard.h"
 
+#include "runtime/comm_settings.h"
 #include "runtime/comm_state.h"
-#include "runtime/info_hints.h"
-#include "util/log.h"
-
-namespace terse {
-namespace {
-
-// Collect the terse_* keys of info (without the prefix), validating them
-// against a scratch configuration so that a bad hint is an error at the
-// call that gave it and changes nothing.
-Status info_terse_keys(MPI_Info info, ConfigOverrides *out) {
-    CommConfig scratch;
-    return config_apply_info(info, &scratch, out);
-}
-
-}  // namespace
-}  // namespace terse
 
 using namespace terse;
 
@@ -28,15 +13,13 @@ extern "C" int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
     if (ReentryGuard::active() || !runtime_active()) return PMPI_Comm_set_info(comm, info);
     ReentryGuard guard;
     ConfigOverrides keys;
-    Status s = info_terse_keys(info, &keys);
+    Status s = comm_hints_read(info, &keys);
     if (s != TERSE_OK) return report_error(comm, s, "MPI_Comm_set_info");
     int rc = PMPI_Comm_set_info(comm, info);
     if (rc != MPI_SUCCESS) return rc;
     CommState *st = comm_state_get(comm, &s);
     if (!st) return report_error(comm, s, "MPI_Comm_set_info");
-    // Keys given here replace earlier values; keys not given keep theirs.
-    for (auto &[k, v] : keys) st->info_overrides[k] = v;
-    st->reresolve();
+    comm_hints_merge(st, keys);
     return MPI_SUCCESS;
 }
 
@@ -45,16 +28,13 @@ extern "C" int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *ne
         return PMPI_Comm_dup_with_info(comm, info, newcomm);
     ReentryGuard guard;
     ConfigOverrides keys;
-    Status s = info_terse_keys(info, &keys);
+    Status s = comm_hints_read(info, &keys);
     if (s != TERSE_OK) return report_error(comm, s, "MPI_Comm_dup_with_info");
     int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
     if (rc != MPI_SUCCESS) return rc;
     CommState *st = comm_state_get(*newcomm, &s);
     if (!st) return report_error(*newcomm, s, "MPI_Comm_dup_with_info");
-    // The new communicator's hints are exactly those given (MPI semantics),
-    // while terse_comm_configure() settings of the parent are inherited.
-    st->info_overrides = std::move(keys);
-    st->reresolve();
+    comm_hints_replace(st, std::move(keys));
     return MPI_SUCCESS;
 }
 
@@ -64,17 +44,6 @@ extern "C" int MPI_Comm_set_name(MPI_Comm comm, const char *name) {
     ReentryGuard guard;
     CommState *st = comm_state_find(comm);
     if (!st || !st->bound()) return rc;  // read at first use
-    if (st->ready) {
-        // MPI_Comm_set_name is local, so re-agreeing now could split the
-        // ranks onto different paths; the name is applied at the next
-        // collective reconfiguration instead.
-        TERSE_LOG_WARN("communicator renamed '%s' -> '%s' after first use: config file sections "
-                       "for the new name apply after the next MPI_Comm_set_info or "
-                       "terse_comm_configure()", st->name.c_str(), name);
-        st->name = name;
-        return rc;
-    }
-    st->name = name;
-    st->reresolve();
+    comm_renamed(st, name);
     return rc;
 }
