@@ -23,8 +23,24 @@ for d in lib include mpi-wrappers plugins tools; do
     [ -d "$d" ] && find "$d" -type f
 done | sort > "$list"
 
+# Paths of the tree, for both awk programs below: "a/./b/../c" -> "a/c",
+# and the folder of a path ("" at the top).
+paths_awk='function normalize(p,    n, seg, out, i, m, st) {
+    n = split(p, seg, "/"); m = 0
+    for (i = 1; i <= n; i++) {
+        if (seg[i] == "" || seg[i] == ".") continue
+        if (seg[i] == ".." && m > 0 && st[m] != "..") { m--; continue }
+        st[++m] = seg[i]
+    }
+    out = ""
+    for (i = 1; i <= m; i++) out = out (i > 1 ? "/" : "") st[i]
+    return out
+}
+function dirname(p) { return sub(/\/[^\/]*$/, "", p) ? p : "" }
+'
+
 status=0
-awk '
+awk "$paths_awk"'
 # ---------------------------------------------------------------- the table
 function trim(s) { gsub(/`/, "", s); gsub(/^[ \t]+|[ \t]+$/, "", s); return s }
 FNR == 1 { part++ }
@@ -48,19 +64,6 @@ part == 1 && /^\|/ {
 }
 part == 2 { exists[$0] = 1; files[++nfiles] = $0; next }
 
-# ---------------------------------------------------------------- paths
-function normalize(p,    n, seg, out, i, m, st) {
-    n = split(p, seg, "/"); m = 0
-    for (i = 1; i <= n; i++) {
-        if (seg[i] == "" || seg[i] == ".") continue
-        if (seg[i] == ".." && m > 0 && st[m] != "..") { m--; continue }
-        st[++m] = seg[i]
-    }
-    out = ""
-    for (i = 1; i <= m; i++) out = out (i > 1 ? "/" : "") st[i]
-    return out
-}
-function dirname(p) { return sub(/\/[^\/]*$/, "", p) ? p : "" }
 # The component a path of the tree belongs to.
 function component(p,    s) {
     if (p ~ /^lib\//) { s = p; sub(/^lib\//, "", s); sub(/\/.*/, "", s); return s }
@@ -150,19 +153,8 @@ fi
 # plugins may see.  Without VAR the whole file is a plugin's: it may not
 # use CORE_CPPFLAGS or DEFAULT_INCLUDES either.
 check_flags() {
-    awk -v allowed="$plugin_row" -v mk="$1" -v var="${2:-}" '
-    function normalize(p,    n, seg, st, m, i, out) {
-        n = split(p, seg, "/"); m = 0
-        for (i = 1; i <= n; i++) {
-            if (seg[i] == "" || seg[i] == ".") continue
-            if (seg[i] == ".." && m > 0 && st[m] != "..") { m--; continue }
-            st[++m] = seg[i]
-        }
-        out = ""
-        for (i = 1; i <= m; i++) out = out (i > 1 ? "/" : "") st[i]
-        return out
-    }
-    BEGIN { here = mk; if (!sub(/\/[^\/]*$/, "", here)) here = "" }
+    awk -v allowed="$plugin_row" -v mk="$1" -v var="${2:-}" "$paths_awk"'
+    BEGIN { here = dirname(mk) }
     {
         if (var != "") {
             take = cont || $0 ~ ("^[ \t]*" var "[ \t]*\\+?=")
