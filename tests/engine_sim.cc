@@ -276,7 +276,7 @@ std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::v
     recvbufs_.resize(n);
     auto &sendbufs = sendbufs_;
     auto &recvbufs = recvbufs_;
-    std::vector<std::unique_ptr<Operation>> ops(n);
+    std::vector<OpHandle> ops(n);
     std::vector<bool> done(n, false);
     CommConfig cfg;
     cfg.algorithm = spec.algorithm;
@@ -341,12 +341,12 @@ std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::v
         env.stats = &res[r].stats;
         env.link = links[r].get();
         env.control = controls[r].get();
-        env.comm_name = "sim";
+        env.set_comm_name("sim");
         if (r == spec.inject_rank && terse_engine_test_fail_next(spec.inject) != 0) {
             res[r].status = TERSE_ERR_INVALID;
             res[r].message = std::string("unknown injection ") + spec.inject;
         }
-        Status s = engine_start(env, cfg, a, Priority::Normal, nullptr, nullptr, &ops[r]);
+        Status s = engine_start(env, cfg, a, Priority::Normal, &ops[r]);
         if (s != TERSE_OK) {
             res[r].status = s;
             res[r].message = last_error();

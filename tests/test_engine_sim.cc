@@ -682,7 +682,7 @@ TEST(EngineProgress, SimulatedRanksDrivenByTheList) {
     Collectives coll(n);
     auto in = make_inputs(TERSE_DTYPE_INT32, 5000, n, 3);
     std::vector<std::vector<int32_t>> out(n, std::vector<int32_t>(5000));
-    std::vector<std::unique_ptr<Operation>> ops(n);
+    std::vector<terse::OpHandle> ops(n);
     std::vector<std::unique_ptr<SimLink>> links;
     std::vector<std::unique_ptr<SimControl>> controls;
     std::vector<terse::Stats> stats(n);
@@ -709,7 +709,7 @@ TEST(EngineProgress, SimulatedRanksDrivenByTheList) {
         a.recvbuf = out[r].data();
         a.count = 5000;
         a.dtype = TERSE_DTYPE_INT32;
-        ASSERT_EQ(terse::engine_start(env, cfg, a, terse::Priority::Normal, nullptr, nullptr, &ops[r]), TERSE_OK);
+        ASSERT_EQ(terse::engine_start(env, cfg, a, terse::Priority::Normal, &ops[r]), TERSE_OK);
         terse::engine_progress_register(ops[r].get());
     }
     for (int i = 0; i < 100000 && !std::all_of(ops.begin(), ops.end(), [](auto &o) { return o->finished(); }); ++i)

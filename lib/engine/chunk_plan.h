@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory_resource>
 #include <vector>
 
 namespace terse {
@@ -19,8 +20,10 @@ struct BlockPlan {
 };
 
 struct ChunkPlan {
+    explicit ChunkPlan(std::pmr::memory_resource *mem = std::pmr::get_default_resource()) : blocks(mem) {}
+
     size_t chunk = 1;       // elements per chunk (the last of a block may be shorter)
-    std::vector<BlockPlan> blocks;
+    std::pmr::vector<BlockPlan> blocks;
     size_t total_chunks = 0;
 
     // count elements split into nblocks blocks whose sizes differ by at most

@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 
 #include "engine/op_base.h"
+#include "engine/op_memory.h"
 #include "engine/error_feedback.h"
 #include "engine/ports.h"
 #include "engine/planner.h"
@@ -119,30 +120,46 @@ protected:
 
 }  // namespace
 
-std::unique_ptr<OpBase> make_trivial_op(const EngineEnv &env, const CollArgs &args, const Plan &plan) {
-    return std::make_unique<TrivialOp>(env, args, plan);
+OpBase *make_trivial_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                        const Plan &plan) {
+    return op_new<TrivialOp>(mem, env, args, plan);
 }
 
 // ---------------------------------------------------------------- entry points
 
+void EngineEnv::set_comm_name(std::string_view name) {
+    const size_t n = std::min(name.size(), sizeof comm_name - 1);
+    std::memcpy(comm_name, name.data(), n);
+    comm_name[n] = '\0';
+}
+
+void OpDeleter::operator()(Operation *op) const {
+    if (op) op->~Operation();
+    if (pool) pool->release(memory);
+    else delete memory;
+}
+
 Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
-                    std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
-                    std::unique_ptr<Operation> *out) {
+                    OpHandle *out) {
     const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
     size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
     Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
-    std::unique_ptr<OpBase> op;
+    OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
+    if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
+    OpBase *built = nullptr;
     try {
         switch (plan.schedule) {
-        case Schedule::Trivial: op = make_trivial_op(env, args, plan); break;
-        case Schedule::Ring: op = make_ring_op(env, args, plan); break;
-        case Schedule::RecursiveDoubling: op = make_recursive_doubling_op(env, args, plan); break;
-        case Schedule::Gather: op = make_gather_op(env, args, plan); break;
+        case Schedule::Trivial: built = make_trivial_op(mem, env, args, plan); break;
+        case Schedule::Ring: built = make_ring_op(mem, env, args, plan); break;
+        case Schedule::RecursiveDoubling: built = make_recursive_doubling_op(mem, env, args, plan); break;
+        case Schedule::Gather: built = make_gather_op(mem, env, args, plan); break;
         }
     } catch (const std::bad_alloc &) {
+        OpDeleter{env.memory, mem}(nullptr);
         return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
     }
-    Status s = op->start(std::move(own_link), std::move(own_control));
+    OpHandle op(built, OpDeleter{env.memory, mem});
+    Status s = built->start();
     if (s != TERSE_OK) return s;
     op->priority = prio;
     *out = std::move(op);

@@ -55,11 +55,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace terse {
 
 class CodecInstance;  // codec/registry.h
 class FeedbackStore;  // engine/error_feedback.h
+class OpMemory;       // engine/op_memory.h
+class OpMemoryPool;   // engine/op_memory.h
 struct Stats;         // engine/stats.h
 
 // Everything an operation needs from its communicator, as plain values, so
@@ -77,7 +80,14 @@ struct EngineEnv {
     Stats *stats = nullptr;
     Link *link = nullptr;
     Control *control = nullptr;
-    std::string comm_name;
+    // Where operations live (op_memory.h): the communicator's pool, so that
+    // steady-state calls allocate nothing; null gives each operation memory
+    // of its own (unit tests).
+    OpMemoryPool *memory = nullptr;
+    // The communicator's name, for messages: a copy (no allocation per
+    // call, and the name may change while an operation runs), truncated.
+    char comm_name[128] = "";
+    void set_comm_name(std::string_view name);
 };
 
 class Operation {
@@ -107,14 +117,22 @@ private:
     std::string final_msg_;
 };
 
+// Destroys an operation and gives its memory back (to the communicator's
+// OpMemoryPool, or frees it when the operation had memory of its own).
+struct OpDeleter {
+    OpMemoryPool *pool = nullptr;
+    OpMemory *memory = nullptr;
+    void operator()(Operation *op) const;
+};
+using OpHandle = std::unique_ptr<Operation, OpDeleter>;
 
-// Plan and build the operation for args on env, with the communicator's
-// agreed configuration cfg; the operation owns link/control when they are
-// passed (else env's are used).  The caller decided with engine_eligible()
-// (planner.h) that the engine runs this call.
+
+// Plan and build the operation for args on env (whose link and control
+// must be set), with the communicator's agreed configuration cfg.  The
+// caller decided with engine_eligible() (planner.h) that the engine runs
+// this call.
 Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
-                    std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control,
-                    std::unique_ptr<Operation> *op);
+                    OpHandle *op);
 // Progress op (and the transport) until done.
 Status engine_wait(Operation *op);
 

@@ -28,8 +28,9 @@ const char *kind_name(CollKind k) {
 
 }  // namespace
 
-OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan)
-    : env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_size(args.dtype)) {
+OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
+    : mem_(mem), env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_size(args.dtype)),
+      pool_(mem), agreed_(mem), agreed_off_(mem) {
     if (env_.codec) {
         desc_ = env_.codec->desc();
         inst_ = env_.codec->get();
@@ -62,11 +63,7 @@ size_t OpBase::frame_capacity(size_t n) const {
     return kFrameHeaderSize + (enc > raw ? enc : raw);
 }
 
-Status OpBase::start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control) {
-    own_link_ = std::move(own_link);
-    own_control_ = std::move(own_control);
-    if (own_link_) env_.link = own_link_.get();
-    if (own_control_) env_.control = own_control_.get();
+Status OpBase::start() {
     inject_ = engine_take_injection();
 
     // From here on a local failure poisons: the ranks that did not fail are
@@ -87,11 +84,7 @@ Status OpBase::start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> ow
 
     if (env_.verify && args_.kind == CollKind::Allreduce && args_.count > 0 && env_.control) {
         // Every rank must post the verifier's control allreduce, failed or not.
-        try {
-            verifier_ = std::make_unique<Verifier>(env_.control);
-        } catch (const std::bad_alloc &) {
-            return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting verification");
-        }
+        verifier_.emplace(env_.control);
         s = verifier_->start(args_.sendbuf, args_.count, args_.dtype, args_.op, args_.recvbuf);
         if (s != TERSE_OK && !verifier_->posted()) return s;
         if (s != TERSE_OK) fail_local(s, last_error());
@@ -160,12 +153,12 @@ Status OpBase::setup_feedback() {
 }
 
 Status OpBase::start_stats_agreement() {
-    std::vector<ChunkRef> chunks;
+    OpVector<ChunkRef> chunks(mem_);
     size_t total = 0;
     try {
         stat_chunks(&chunks, &total);
         agreed_off_.assign(total + 1, 0);
-        std::vector<size_t> counts(total, 0);
+        OpVector<size_t> counts(total, 0, mem_);
         for (const ChunkRef &c : chunks) counts[c.g] = c.n;
         for (size_t g = 0; g < total; ++g)
             agreed_off_[g + 1] = agreed_off_[g] + (desc_->stats_count ? desc_->stats_count(inst_, counts[g]) : 0);
@@ -293,7 +286,7 @@ Status OpBase::final_status() {
     return set_error(TERSE_ERR_REMOTE,
                      "terse %s on communicator '%s' failed on rank %u (see that rank's error message); "
                      "this rank's result is undefined",
-                     kind_name(args_.kind), env_.comm_name.c_str(), fail_origin_);
+                     kind_name(args_.kind), env_.comm_name, fail_origin_);
 }
 
 void OpBase::account() {
@@ -536,7 +529,7 @@ void OpBase::fail_local(Status s, const char *msg) {
     fail_status_ = s;
     fail_msg_ = msg;
     fail_origin_ = uint32_t(r_);
-    TERSE_LOG_DEBUG("%s on '%s' poisoned locally: %s", kind_name(args_.kind), env_.comm_name.c_str(), msg);
+    TERSE_LOG_DEBUG("%s on '%s' poisoned locally: %s", kind_name(args_.kind), env_.comm_name, msg);
 }
 
 void OpBase::fail_remote(uint32_t origin) {

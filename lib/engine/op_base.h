@@ -14,6 +14,8 @@
 #include "codec/registry.h"
 #include "util/scratch.h"
 #include "engine/stats.h"
+#include "engine/op_memory.h"
+#include "engine/verify.h"
 #include "util/status.h"
 
 #include <terse/codec.h>
@@ -21,19 +23,28 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace terse {
 
-class Verifier;
-
-// Operations of the other schedules (their own files).
+// The operation of each schedule (their own files), built in mem (the
+// operation's OpMemory, which also holds all of its bookkeeping).
 class OpBase;
-std::unique_ptr<OpBase> make_ring_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
-std::unique_ptr<OpBase> make_gather_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
-std::unique_ptr<OpBase> make_recursive_doubling_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
-std::unique_ptr<OpBase> make_trivial_op(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+OpBase *make_ring_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
+OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
+OpBase *make_recursive_doubling_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                                   const Plan &plan);
+OpBase *make_trivial_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
+
+// Construct an operation of type T in mem; OpDeleter destroys it.
+template <class T>
+OpBase *op_new(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan) {
+    void *p = mem->allocate(sizeof(T), alignof(T));
+    return ::new (p) T(env, args, plan, mem);
+}
 
 // Test hook (see engine.h): corrupt the next sends.
 bool engine_take_corruption();
@@ -57,8 +68,11 @@ struct OutFrame {
 
 class OpBase : public Operation {
 public:
-    OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+    // mem: the operation's OpMemory; every container of the operation
+    // (and of its schedule) allocates from it.
+    OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem);
     ~OpBase() override;
+    std::pmr::memory_resource *memory() const { return mem_; }
 
     Status progress(bool *done) final;
     bool waits_on_control() const final { return stage_ == Stage::Agree || stage_ == Stage::Close; }
@@ -73,7 +87,7 @@ public:
     // by engine_start.  A local failure here poisons the operation (it
     // still runs its schedule, so that every rank learns of it) rather than
     // returning; an error return means the schedule cannot run at all.
-    Status start(std::unique_ptr<Link> own_link, std::unique_ptr<Control> own_control);
+    Status start();
 
     // A failure on this rank: the operation is poisoned, keeps its schedule
     // going with poison frames and ends with s and msg here, with
@@ -95,7 +109,7 @@ protected:
         size_t g, off, n;
         bool mine;  // this rank's input holds the chunk
     };
-    virtual void stat_chunks(std::vector<ChunkRef> *own, size_t *total_chunks) const { *total_chunks = 0; }
+    virtual void stat_chunks(OpVector<ChunkRef> *own, size_t *total_chunks) const { *total_chunks = 0; }
     // Elements of the call's input (for feedback and verification).
     size_t input_count() const;
 
@@ -169,6 +183,7 @@ protected:
     uint8_t *scratch_frame() { return scratch_frame_.data(); }
     int mod(int x) const { return ((x % n_) + n_) % n_; }
 
+    std::pmr::memory_resource *mem_;
     EngineEnv env_;
     CollArgs args_;
     Plan plan_;
@@ -199,8 +214,6 @@ private:
     Status start_stats_agreement();
     void apply_agreement();
 
-    std::unique_ptr<Link> own_link_;
-    std::unique_ptr<Control> own_control_;
     enum class Stage { Agree, Body, Close, Finish, Done } stage_ = Stage::Agree;
 
     Injection inject_;
@@ -215,14 +228,14 @@ private:
     ScratchBuffer adjusted_;
 
     // Summable codecs: per-chunk statistics (MAX over ranks) + failure flag.
-    std::vector<double> agreed_;
-    std::vector<size_t> agreed_off_;
+    OpVector<double> agreed_;
+    OpVector<size_t> agreed_off_;
     ControlRequest agree_req_;
     // Closing agreement on the outcome (see progress()).
     double close_flag_ = 0;
     ControlRequest close_req_;
 
-    std::unique_ptr<Verifier> verifier_;
+    std::optional<Verifier> verifier_;
 
     double t_start_ = 0;
     uint64_t wire_ = 0, wire_raw_ = 0, raw_chunks_ = 0;

@@ -40,7 +40,7 @@ bool collective_eligible(const CommState *st, const CollArgs &a) {
     return engine_eligible(st->config, st->size, desc, instance, a);
 }
 
-Status collective_start(CommState *st, const CollArgs &args, Priority prio, std::unique_ptr<Operation> *op) {
+Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHandle *op) {
     capture_input(st, args);
     if (!st->ready)
         return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
@@ -65,24 +65,32 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, std:
         }
         env.residuals = st->residuals.get();
     }
+    if (!st->op_memory) {
+        // The first intercepted collective on st: its ports and memory pool
+        // live as long as st.
+        try {
+            st->link = make_transport_link(&st->world_rank_of);
+            st->control = make_mpi_control(st->comm);
+            st->op_memory = std::make_unique<OpMemoryPool>();
+        } catch (const std::bad_alloc &) {
+            st->link.reset();
+            st->control.reset();
+            return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
+        }
+    }
+    env.link = st->link.get();
+    env.control = st->control.get();
+    env.memory = st->op_memory.get();
     env.stats = &st->stats;
-    env.comm_name = st->name;
+    env.set_comm_name(st->name);
     st->stats.c.calls_intercepted++;
     size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
     st->stats.c.bytes_in += elems * dtype_size(args.dtype);
-    std::unique_ptr<Link> link;
-    std::unique_ptr<Control> control;
-    try {
-        link = make_transport_link(&st->world_rank_of);
-        control = make_mpi_control(st->comm);
-    } catch (const std::bad_alloc &) {
-        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
-    }
-    return engine_start(env, st->config, args, prio, std::move(link), std::move(control), op);
+    return engine_start(env, st->config, args, prio, op);
 }
 
 Status collective_run(CommState *st, const CollArgs &args) {
-    std::unique_ptr<Operation> op;
+    OpHandle op;
     Status s = collective_start(st, args, Priority::Normal, &op);
     if (s != TERSE_OK) return s;
     return engine_wait(op.get());

@@ -21,7 +21,7 @@ bool collective_eligible(const CommState *st, const CollArgs &args);
 // input when TERSE_CAPTURE asks, counts it in st's statistics and gives it
 // the next sequence number.
 Status collective_start(CommState *st, const CollArgs &args, Priority prio,
-                        std::unique_ptr<Operation> *op);
+                        OpHandle *op);
 
 // collective_start + engine_wait.
 Status collective_run(CommState *st, const CollArgs &args);

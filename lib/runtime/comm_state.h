@@ -16,6 +16,8 @@
 
 #include "config/config.h"
 #include "codec/registry.h"
+#include "engine/op_memory.h"
+#include "engine/ports.h"
 #include "engine/stats.h"
 #include "util/status.h"
 
@@ -67,6 +69,13 @@ public:
 
     Stats stats;
     uint64_t call_index = 0;         // intercepted + passed, for capture sampling
+
+    // What the engine's operations on this communicator use, made at the
+    // first intercepted collective and kept (runtime/collective.cc): the
+    // ports to the transport and to PMPI, and the operations' memory.
+    std::unique_ptr<Link> link;
+    std::unique_ptr<Control> control;
+    std::unique_ptr<OpMemoryPool> op_memory;
 
     // Attach to comm: ranks, world ranks, name, then reresolve().
     void bind(MPI_Comm comm);

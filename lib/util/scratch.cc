@@ -24,6 +24,17 @@ struct Cache {
     ~Cache() {
         for (auto &c : free) std::free(c.p);
     }
+    // The list's full capacity, once, so that giving a buffer back never
+    // allocates (steady-state calls make no heap allocation).
+    bool room() {
+        if (free.capacity() >= kCacheMaxBuffers) return true;
+        try {
+            free.reserve(kCacheMaxBuffers);
+        } catch (const std::bad_alloc &) {
+            return false;
+        }
+        return true;
+    }
     uint8_t *take(size_t want, size_t *cap) {
         // Smallest buffer that fits, and not absurdly larger than needed.
         size_t best = free.size();
@@ -40,7 +51,7 @@ struct Cache {
         return c.p;
     }
     void give(uint8_t *p, size_t cap) {
-        if (cap > kCacheMaxBytes) {
+        if (cap > kCacheMaxBytes || !room()) {
             std::free(p);
             return;
         }

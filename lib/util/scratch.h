@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <vector>
 
 namespace terse {
@@ -35,8 +36,11 @@ private:
 };
 
 // Fixed-size frame buffers handed out and taken back during one operation.
+// Its bookkeeping allocates from mem (the operation's memory).
 class FramePool {
 public:
+    explicit FramePool(std::pmr::memory_resource *mem = std::pmr::get_default_resource())
+        : all_(mem), free_(mem) {}
     void init(size_t buffer_bytes) { size_ = buffer_bytes; }
     size_t buffer_bytes() const { return size_; }
     uint8_t *get();            // nullptr when memory ran out
@@ -45,20 +49,22 @@ public:
 
 private:
     size_t size_ = 0;
-    std::vector<ScratchBuffer> all_;
-    std::vector<uint8_t *> free_;
+    std::pmr::vector<ScratchBuffer> all_;
+    std::pmr::vector<uint8_t *> free_;
 };
 
 // Append-only storage of variable-size byte strings that never move.
 class Arena {
 public:
-    explicit Arena(size_t block_bytes = size_t(4) << 20) : block_(block_bytes) {}
+    explicit Arena(size_t block_bytes = size_t(4) << 20,
+                   std::pmr::memory_resource *mem = std::pmr::get_default_resource())
+        : block_(block_bytes), blocks_(mem) {}
     uint8_t *alloc(size_t bytes);  // nullptr when memory ran out
     void clear();
 
 private:
     size_t block_;
-    std::vector<ScratchBuffer> blocks_;
+    std::pmr::vector<ScratchBuffer> blocks_;
     size_t used_ = 0;  // in the last block
 };
 

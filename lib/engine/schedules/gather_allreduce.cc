@@ -22,13 +22,15 @@ namespace {
 
 class GatherOp final : public OpBase, public StreamHandler {
 public:
-    GatherOp(const EngineEnv &env, const CollArgs &args, const Plan &plan) : OpBase(env, args, plan) {
+    GatherOp(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
+        : OpBase(env, args, plan, mem), plan_chunks_(mem), frames_(mem), lens_(mem), arena_(size_t(4) << 20, mem),
+          stream_(mem) {
         plan_chunks_.build_fixed(args.count, 1, plan.chunk_elems);
         c_ = plan_chunks_.total_chunks;
     }
 
 protected:
-    void stat_chunks(std::vector<ChunkRef> *chunks, size_t *total) const override {
+    void stat_chunks(OpVector<ChunkRef> *chunks, size_t *total) const override {
         *total = c_;
         for (size_t k = 0; k < c_; ++k)
             chunks->push_back({k, plan_chunks_.chunk_off(0, k), plan_chunks_.chunk_len(0, k), true});
@@ -150,16 +152,16 @@ private:
 
     ChunkPlan plan_chunks_;
     size_t c_ = 0;
-    std::vector<const uint8_t *> frames_;  // [rank * c + chunk]
-    std::vector<size_t> lens_;
+    OpVector<const uint8_t *> frames_;  // [rank * c + chunk]
+    OpVector<size_t> lens_;
     Arena arena_;
     MessageStream stream_;
 };
 
 }  // namespace
 
-std::unique_ptr<OpBase> make_gather_op(const EngineEnv &env, const CollArgs &args, const Plan &plan) {
-    return std::make_unique<GatherOp>(env, args, plan);
+OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan) {
+    return op_new<GatherOp>(mem, env, args, plan);
 }
 
 }  // namespace terse

@@ -35,8 +35,8 @@ Status MessageStream::init(OpBase *op, StreamHandler *handler, const Params &p) 
     p_ = p;
     if (p_.depth < 1) p_.depth = 1;
     try {
-        sslots_ = std::vector<SendSlot>(size_t(p_.depth));
-        rreqs_ = std::vector<LinkRequest>(size_t(p_.depth));
+        sslots_.reset(mem_, size_t(p_.depth));
+        rreqs_.reset(mem_, size_t(p_.depth));
         rbufs_.assign(size_t(p_.depth), nullptr);
         size_t derived = p_.nsend > p_.primaries ? p_.nsend - p_.primaries : 0;
         queue_.assign(derived, OutFrame{});

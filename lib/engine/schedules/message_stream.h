@@ -17,6 +17,7 @@
 #pragma once
 
 #include "engine/op_base.h"
+#include "engine/op_memory.h"
 #include "engine/ports.h"
 #include "util/scratch.h"
 #include "util/status.h"
@@ -47,7 +48,9 @@ public:
         int depth = 1;
         size_t slot_base = 0;     // added to message positions in tags
     };
-    MessageStream() = default;
+    // mem: the operation's memory (every structure of the stream lives there).
+    explicit MessageStream(std::pmr::memory_resource *mem)
+        : mem_(mem), rbufs_(mem), queue_(mem), ready_(mem) {}
     ~MessageStream();
     MessageStream(const MessageStream &) = delete;
     MessageStream &operator=(const MessageStream &) = delete;
@@ -65,14 +68,15 @@ private:
     };
     void cancel_all();
 
+    std::pmr::memory_resource *mem_;
     OpBase *op_ = nullptr;
     StreamHandler *h_ = nullptr;
     Params p_;
-    std::vector<SendSlot> sslots_;
-    std::vector<LinkRequest> rreqs_;
-    std::vector<uint8_t *> rbufs_;
-    std::vector<OutFrame> queue_;   // derived frames, by j - primaries
-    std::vector<uint8_t> ready_;
+    OpArray<SendSlot> sslots_;
+    OpArray<LinkRequest> rreqs_;
+    OpVector<uint8_t *> rbufs_;
+    OpVector<OutFrame> queue_;   // derived frames, by j - primaries
+    OpVector<uint8_t> ready_;
     size_t posted_ = 0, processed_ = 0, sent_ = 0, inflight_ = 0;
 };
 

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <vector>
 
 namespace terse {
@@ -35,13 +36,15 @@ namespace {
 
 class RdOp final : public OpBase, public StreamHandler {
 public:
-    RdOp(const EngineEnv &env, const CollArgs &args, const Plan &plan) : OpBase(env, args, plan) {
+    RdOp(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
+        : OpBase(env, args, plan, mem), pc_(mem), stages_(mem), ownf_(mem), ownl_(mem), made_(mem), accf_(mem),
+          accl_(mem), lowf_(mem), highf_(mem), lowl_(mem), highl_(mem), arena_(size_t(1) << 20, mem) {
         pc_.build_fixed(args.count, 1, plan.chunk_elems);
         c_ = pc_.total_chunks;
     }
 
 protected:
-    void stat_chunks(std::vector<ChunkRef> *chunks, size_t *total) const override {
+    void stat_chunks(OpVector<ChunkRef> *chunks, size_t *total) const override {
         *total = c_;
         for (size_t k = 0; k < c_; ++k) chunks->push_back({k, pc_.chunk_off(0, k), pc_.chunk_len(0, k), true});
     }
@@ -273,11 +276,7 @@ private:
         case Kind::FinalSend: p.nsend = p.primaries = per; break;
         case Kind::FinalRecv: p.nrecv = per; break;
         }
-        try {
-            stream_ = std::make_unique<MessageStream>();
-        } catch (const std::bad_alloc &) {
-            return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory");
-        }
+        stream_.emplace(memory());
         return stream_->init(this, this, p);
     }
 
@@ -413,23 +412,24 @@ private:
     bool summable_ = false;
     int pof2_ = 1, rem_ = 0, ni_ = 0;
     bool folded_ = false, has_folded_partner_ = false;
-    std::vector<Stage> stages_;
+    OpVector<Stage> stages_;
     size_t cur_ = 0;
-    std::vector<uint8_t *> ownf_;
-    std::vector<size_t> ownl_;
-    std::vector<uint8_t> made_;
-    std::vector<uint8_t *> accf_;
-    std::vector<size_t> accl_;
-    std::vector<uint8_t *> lowf_, highf_;
-    std::vector<size_t> lowl_, highl_;
-    Arena arena_{size_t(1) << 20};
-    std::unique_ptr<MessageStream> stream_;
+    OpVector<uint8_t *> ownf_;
+    OpVector<size_t> ownl_;
+    OpVector<uint8_t> made_;
+    OpVector<uint8_t *> accf_;
+    OpVector<size_t> accl_;
+    OpVector<uint8_t *> lowf_, highf_;
+    OpVector<size_t> lowl_, highl_;
+    Arena arena_;
+    std::optional<MessageStream> stream_;
 };
 
 }  // namespace
 
-std::unique_ptr<OpBase> make_recursive_doubling_op(const EngineEnv &env, const CollArgs &args, const Plan &plan) {
-    return std::make_unique<RdOp>(env, args, plan);
+OpBase *make_recursive_doubling_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                                   const Plan &plan) {
+    return op_new<RdOp>(mem, env, args, plan);
 }
 
 }  // namespace terse

@@ -6,7 +6,8 @@
 
 namespace terse {
 
-RingOp::RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan) : OpBase(env, args, plan) {
+RingOp::RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
+    : OpBase(env, args, plan, mem), plan_chunks_(mem), recvs_(mem), stream_(mem) {
     has_rs_ = args.kind != CollKind::Allgather;
     has_ag_ = args.kind != CollKind::ReduceScatterBlock;
     if (args.kind == CollKind::Allreduce) plan_chunks_.build_even(args.count, n_, plan.chunk_elems);
@@ -27,7 +28,7 @@ const uint8_t *RingOp::own(size_t b, size_t k) const {
 
 uint8_t *RingOp::result(size_t b, size_t k) const { return elem(args_.recvbuf, plan_chunks_.chunk_off(b, k)); }
 
-void RingOp::stat_chunks(std::vector<ChunkRef> *chunks, size_t *total) const {
+void RingOp::stat_chunks(OpVector<ChunkRef> *chunks, size_t *total) const {
     *total = plan_chunks_.total_chunks;
     chunks->clear();
     chunks->reserve(*total);
@@ -102,7 +103,7 @@ void RingOp::poison_out(uint8_t *buf, size_t n, OutFrame *out) {
 }  // namespace terse
 
 namespace terse {
-std::unique_ptr<OpBase> make_ring_op(const EngineEnv &env, const CollArgs &args, const Plan &plan) {
-    return std::make_unique<RingOp>(env, args, plan);
+OpBase *make_ring_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan) {
+    return op_new<RingOp>(mem, env, args, plan);
 }
 }  // namespace terse

@@ -29,12 +29,12 @@ namespace terse {
 
 class RingOp final : public OpBase, public StreamHandler {
 public:
-    RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan);
+    RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem);
 
 protected:
     Status begin() override;
     Status body(bool *done) override;
-    void stat_chunks(std::vector<ChunkRef> *chunks, size_t *total) const override;
+    void stat_chunks(OpVector<ChunkRef> *chunks, size_t *total) const override;
 
     void stream_primary(size_t j, OutFrame *out) override;
     void stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) override;
@@ -65,7 +65,7 @@ private:
 
     bool has_rs_ = false, has_ag_ = false;
     ChunkPlan plan_chunks_;
-    std::vector<Msg> recvs_;
+    OpVector<Msg> recvs_;
     uint8_t *rs_dst_ = nullptr;  // reduce-scatter result (block r)
     MessageStream stream_;
 };
