@@ -9,6 +9,7 @@
 #include "engine/reduce_kernels.h"
 #include "engine/verify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -169,10 +170,14 @@ Status OpBase::start_stats_agreement() {
         for (const ChunkRef &c : chunks) counts[c.g] = c.n;
         for (size_t g = 0; g < total; ++g)
             agreed_off_[g + 1] = agreed_off_[g] + (desc_->stats_count ? desc_->stats_count(inst_, counts[g]) : 0);
-        agreed_.assign(agreed_off_[total] + 1, -HUGE_VAL);
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for codec statistics");
     }
+    agreed_n_ = agreed_off_[total] + 1;
+    if (agreed_buf_.reserve(agreed_n_ * sizeof(double)) != TERSE_OK)
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for codec statistics");
+    agreed_ = reinterpret_cast<double *>(agreed_buf_.data());
+    std::fill(agreed_, agreed_ + agreed_n_, -HUGE_VAL);
     if (!desc_->stats || !desc_->stats_count) {
         fail_local(TERSE_ERR_PLUGIN, "codec declares summable mode but has no stats()/stats_count()");
     } else {
@@ -193,13 +198,12 @@ Status OpBase::start_stats_agreement() {
         t_encode_ += now_seconds() - t0;
     }
     // Last slot: 0, or 1 + the rank that failed (MAX keeps one of them).
-    agreed_.back() = poisoned_ ? double(r_) + 1.0 : 0.0;
-    return env_.control->iallreduce(agreed_.data(), agreed_.data(), agreed_.size(), TERSE_DTYPE_FLOAT64,
-                                    TERSE_OP_MAX, &agree_req_);
+    agreed_[agreed_n_ - 1] = poisoned_ ? double(r_) + 1.0 : 0.0;
+    return env_.control->iallreduce(agreed_, agreed_, agreed_n_, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &agree_req_);
 }
 
 void OpBase::apply_agreement() {
-    double flag = agreed_.back();
+    double flag = agreed_[agreed_n_ - 1];
     if (flag > 0 && !poisoned_) fail_remote(uint32_t(flag) - 1);
 }
 

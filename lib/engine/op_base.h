@@ -237,8 +237,13 @@ private:
     const void *residual_key_ = nullptr;
     ScratchBuffer adjusted_;
 
-    // Summable codecs: per-chunk statistics (MAX over ranks) + failure flag.
-    std::vector<double> agreed_;
+    // Summable codecs: per-chunk statistics (MAX over ranks) + failure flag,
+    // agreed_n_ doubles.  As many as the input has blocks (e.g. 512 KiB for
+    // 64 MiB), so in cached scratch: a fresh heap block every call is
+    // returned to the system and faulted in again.
+    ScratchBuffer agreed_buf_;
+    double *agreed_ = nullptr;
+    size_t agreed_n_ = 0;
     std::vector<size_t> agreed_off_;
     ControlRequest agree_req_;
     // Closing agreement on the outcome (see progress()).
