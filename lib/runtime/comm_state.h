@@ -32,7 +32,9 @@ namespace terse {
 
 class FeedbackStore;  // error_feedback.h
 
-class CommState {
+// Cache-line aligned: the counters of two communicators used by two
+// threads must not share a line.
+class alignas(64) CommState {
 public:
     explicit CommState(MPI_Comm comm);
     // An unbound copy for MPI_Comm_dup's attribute copy callback: inherits
@@ -88,7 +90,8 @@ const GlobalConfig &runtime_global();
 
 // Lookup-or-create; nullptr with status on failure.  Not collective.
 CommState *comm_state_get(MPI_Comm comm, Status *status);
-// Lookup only; nullptr if none.
+// Lookup only; nullptr if none (possibly an unbound copy: see bound()).
+// Takes no lock once the state is bound and cached.
 CommState *comm_state_find(MPI_Comm comm);
 // Collective agreement + instantiation (see above).  On disagreement every
 // rank gets TERSE_ERR_MISMATCH with a message naming the differing setting.

@@ -1,11 +1,13 @@
 // Process-wide runtime: configuration read once at MPI_Init, the transport,
-// the attribute keyval that owns every CommState, and statistics output at
-// MPI_Finalize.  Nothing here runs on the hot path except the attribute
-// lookup in comm_state_get().
+// the attribute keyval that owns every CommState, the lock-free table that
+// finds it again, and statistics output at MPI_Finalize.  Nothing here runs
+// on the hot path except the table lookup in comm_state_find().
 #include "runtime/comm_state.h"
 #include "capture/capture.h"
 #include "engine/engine.h"
 #include "util/log.h"
+#include "util/scratch.h"
+#include "runtime/comm_table.h"
 #include "runtime/runtime_internal.h"
 #include "transport/ucx_transport.h"
 
@@ -39,6 +41,8 @@ struct Runtime {
     std::mutex mu;  // guards the lists below; taken at comm create/free only
     std::vector<CommState *> live;
     std::vector<RetiredStats> retired;
+
+    CommTable table;  // handle -> bound state, read without a lock
 };
 
 Runtime g_rt;
@@ -71,10 +75,15 @@ int copy_attr(MPI_Comm, int, void *, void *in, void *out, int *flag) {
     return MPI_SUCCESS;
 }
 
-int delete_attr(MPI_Comm, int, void *val, void *) {
+int delete_attr(MPI_Comm comm, int, void *val, void *) {
     auto *st = static_cast<CommState *>(val);
+    // Before the handle can be reused by a new communicator.
+    g_rt.table.erase(comm, st);
     retire(st);
     delete st;
+    // Scratch memory cached for this communicator's collectives on this
+    // thread goes back to the system with it.
+    scratch_release_cache();
     return MPI_SUCCESS;
 }
 
@@ -167,6 +176,7 @@ void runtime_finalize() {
         for (CommState *st : g_rt.live) delete st;
         g_rt.live.clear();
     }
+    g_rt.table.clear();
     for (const auto &r : g_rt.retired) print_stats_line(r.name, r.rank, r.size, r.stats);
     g_rt.retired.clear();
     PMPI_Comm_free_keyval(&g_rt.keyval);
@@ -176,10 +186,14 @@ void runtime_finalize() {
 
 CommState *comm_state_find(MPI_Comm comm) {
     if (!runtime_active() || comm == MPI_COMM_NULL) return nullptr;
+    if (CommState *st = g_rt.table.find(comm)) return st;
     void *val = nullptr;
     int flag = 0;
     if (PMPI_Comm_get_attr(comm, g_rt.keyval, &val, &flag) != MPI_SUCCESS || !flag) return nullptr;
-    return static_cast<CommState *>(val);
+    auto *st = static_cast<CommState *>(val);
+    // Unbound copies are entered once comm_state_get() binds them.
+    if (st->bound()) g_rt.table.insert(comm, st);
+    return st;
 }
 
 CommState *comm_state_get(MPI_Comm comm, Status *status) {
@@ -193,7 +207,10 @@ CommState *comm_state_get(MPI_Comm comm, Status *status) {
     }
     CommState *st = comm_state_find(comm);
     if (st) {
-        if (!st->bound()) st->bind(comm);
+        if (!st->bound()) {
+            st->bind(comm);
+            g_rt.table.insert(comm, st);
+        }
         *status = TERSE_OK;
         return st;
     }
@@ -208,6 +225,7 @@ CommState *comm_state_get(MPI_Comm comm, Status *status) {
         return nullptr;
     }
     track(st);
+    g_rt.table.insert(comm, st);
     *status = TERSE_OK;
     return st;
 }
