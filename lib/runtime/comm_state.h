@@ -3,15 +3,23 @@
 // one release path: its delete callback).
 //
 // Life cycle:
+//  - A call below the job's pass-through floor, or of a datatype, operation
+//    or count terse never takes, goes to PMPI without any look at its
+//    communicator (runtime/pass_through.h): no state is made for it.
 //  - comm_state_get() returns the state, creating the light part on first
-//    use (local: rank, size, world ranks, name, locally resolved config).
+//    use (local: rank, size, world ranks, name, locally resolved config);
+//    comm_state_find() looks it up without a lock (runtime/comm_table.h).
 //  - comm_state_ready() is collective and runs in the first intercepted
-//    collective on the communicator, on every rank (the first call always
-//    agrees, whatever its size, so that a rank whose configuration differs
-//    gets an error instead of taking a different path): the ranks check that
-//    their configurations hash equal, agree on a context id, and instantiate
-//    the codec.  It runs again after MPI_Comm_set_info or
-//    terse_comm_configure() invalidated the state.
+//    collective on the communicator at or above the floor, on every rank
+//    (the floor is agreed at MPI_Init, so every rank makes the same
+//    choice; that first call agrees whatever its own configuration says, so
+//    that a rank whose configuration differs gets an error instead of taking
+//    a different path): the ranks check that their configurations hash
+//    equal, agree on a context id, and instantiate the codec.  It runs again
+//    after MPI_Comm_set_info or terse_comm_configure() invalidated the
+//    state.  Until a communicator is ready, its calls below the floor pass
+//    whatever its own min_bytes: a min_bytes below the floor (from a hint or
+//    terse_comm_configure()) applies from its first agreement on.
 #pragma once
 
 #include "config/config.h"
@@ -23,6 +31,7 @@
 #include <terse/codec.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -60,6 +69,7 @@ public:
     std::string config_error;
 
     bool ready = false;              // agreed and instantiated
+    size_t gate_bytes = SIZE_MAX;    // agreed min_bytes lent to the pass-through gate (runtime's lock)
     uint32_t ctx_id = 0;             // agreed, unique among live contexts
     uint32_t seq = 0;                // per-operation sequence (tag field)
     bool feedback = false;           // error feedback for the lossy codec

@@ -1,13 +1,15 @@
 // Process-wide runtime: configuration read once at MPI_Init, the transport,
 // the attribute keyval that owns every CommState, the lock-free table that
-// finds it again, and statistics output at MPI_Finalize.  Nothing here runs
-// on the hot path except the table lookup in comm_state_find().
+// finds it again, the pass-through floor, and statistics output at
+// MPI_Finalize.  Nothing here runs on the hot path except the table lookup
+// in comm_state_find().
 #include "runtime/comm_state.h"
 #include "capture/capture.h"
 #include "engine/engine.h"
 #include "util/log.h"
 #include "util/scratch.h"
 #include "runtime/comm_table.h"
+#include "runtime/pass_through.h"
 #include "runtime/runtime_internal.h"
 #include "transport/ucx_transport.h"
 
@@ -38,7 +40,8 @@ struct Runtime {
     std::mutex ctx_mu;  // guards ctx_used; taken at context creation only
     uint64_t ctx_used[kCtxMaskWords] = {1};  // id 0 reserved
 
-    std::mutex mu;  // guards the lists below; taken at comm create/free only
+    std::mutex mu;  // guards the lists below and every CommState::gate_bytes;
+                    // taken at comm create/free and agreement only
     std::vector<CommState *> live;
     std::vector<RetiredStats> retired;
 
@@ -52,12 +55,21 @@ void track(CommState *st) {
     g_rt.live.push_back(st);
 }
 
+// The pass-through gate (pass_through.h): the floor, or the lowest agreed
+// min_bytes of a live ready state below it.  Under g_rt.mu.
+void update_gate_locked() {
+    size_t gate = pass_floor();
+    for (const CommState *st : g_rt.live) gate = std::min(gate, st->gate_bytes);
+    pass_set_gate(gate);
+}
+
 void retire(CommState *st) {
     std::lock_guard<std::mutex> lk(g_rt.mu);
     g_rt.live.erase(std::remove(g_rt.live.begin(), g_rt.live.end(), st), g_rt.live.end());
     const auto &c = st->stats.c;
     if (st->bound() && (c.calls_intercepted || c.calls_passed))
         g_rt.retired.push_back({st->name, st->rank, st->size, st->stats});
+    if (st->gate_bytes != SIZE_MAX && runtime_active()) update_gate_locked();
 }
 
 // MPI_Comm_dup copies the settings a user gave the parent (MPI copies info
@@ -94,6 +106,30 @@ void print_stats_line(const std::string &name, int rank, int size, const Stats &
             name.empty() ? "(unnamed)" : name.c_str(), size, rank, s.format().c_str());
 }
 
+// Calls that never reached a communicator's statistics (pass_through.h).
+void print_process_line(int world_rank, size_t floor) {
+    int which = g_rt.global.stats;
+    if (which == 0 || (which == 1 && world_rank != 0)) return;
+    fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu\n", world_rank, floor,
+            static_cast<unsigned long long>(straight_passes()));
+}
+
+// The smallest min_bytes any communicator can get from the environment and
+// the config file on this rank: every section is tried on top of the
+// environment's defaults (a section without min_bytes keeps that value).
+size_t local_floor() {
+    size_t floor = g_rt.env_defaults.min_bytes;
+    if (!g_rt.has_file) return floor;
+    for (size_t i = 0; i < g_rt.file.section_count(); ++i) {
+        CommConfig cfg = g_rt.env_defaults;
+        // The file was checked when it was read; a section that fails now
+        // anyway must not raise the floor.
+        if (g_rt.file.apply_section(i, &cfg) != TERSE_OK) return 0;
+        floor = std::min(floor, cfg.min_bytes);
+    }
+    return floor;
+}
+
 LogLevel parse_level(const std::string &s) {
     if (s == "error") return LogLevel::Error;
     if (s == "info") return LogLevel::Info;
@@ -122,6 +158,15 @@ void runtime_ctx_release(uint32_t id) {
     if (id == 0 || id >= kCtxIdCount) return;
     std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
     g_rt.ctx_used[id / 64] &= ~(uint64_t(1) << (id % 64));
+}
+
+void runtime_gate_note(CommState *st, size_t agreed_min_bytes) {
+    // Written only by the thread that owns the communicator's collectives,
+    // so this unlocked read sees its own last write.
+    if (st->gate_bytes == agreed_min_bytes) return;
+    std::lock_guard<std::mutex> lk(g_rt.mu);
+    st->gate_bytes = agreed_min_bytes;
+    if (runtime_active()) update_gate_locked();
 }
 
 bool runtime_active() { return g_rt.active.load(std::memory_order_acquire); }
@@ -153,13 +198,20 @@ Status runtime_init(int provided) {
     if (s != TERSE_OK) return s;
     if (PMPI_Comm_create_keyval(copy_attr, delete_attr, &g_rt.keyval, nullptr) != MPI_SUCCESS)
         return set_error(TERSE_ERR_MPI, "MPI_Comm_create_keyval failed");
+    // The pass-through floor, the same on every rank (pass_through.h).
+    uint64_t floor = local_floor();
+    if (PMPI_Allreduce(MPI_IN_PLACE, &floor, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "agreement on the pass-through floor failed in PMPI_Allreduce");
     g_rt.active.store(true, std::memory_order_release);
+    pass_open(static_cast<size_t>(floor));
     TERSE_LOG_INFO("initialised: defaults %s", g_rt.env_defaults.canonical().c_str());
     return TERSE_OK;
 }
 
 void runtime_finalize() {
     if (!g_rt.active.exchange(false)) return;
+    const size_t floor = pass_floor();
+    pass_close();
     // Free the states of communicators still alive (the user need not free
     // them; MPI_COMM_WORLD and MPI_COMM_SELF never are): deleting the
     // attribute runs the one release path, delete_attr().
@@ -179,6 +231,9 @@ void runtime_finalize() {
     g_rt.table.clear();
     for (const auto &r : g_rt.retired) print_stats_line(r.name, r.rank, r.size, r.stats);
     g_rt.retired.clear();
+    int wrank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    print_process_line(wrank, floor);
     PMPI_Comm_free_keyval(&g_rt.keyval);
     capture_close();
     Transport::finalize();
