@@ -63,11 +63,20 @@ void update_gate_locked() {
     pass_set_gate(gate);
 }
 
+// Whether TERSE_STATS prints the line of this rank of a communicator.
+bool prints_stats_line(int rank) {
+    int which = g_rt.global.stats;
+    return which != 0 && (which != 1 || rank == 0);
+}
+
 void retire(CommState *st) {
     std::lock_guard<std::mutex> lk(g_rt.mu);
     g_rt.live.erase(std::remove(g_rt.live.begin(), g_rt.live.end(), st), g_rt.live.end());
     const auto &c = st->stats.c;
-    if (st->bound() && (c.calls_intercepted || c.calls_passed))
+    // Only lines that will be printed are kept: a program that creates and
+    // frees communicators in a loop holds memory flat unless it asked for
+    // their statistics.
+    if (st->bound() && (c.calls_intercepted || c.calls_passed) && prints_stats_line(st->rank))
         g_rt.retired.push_back({st->name, st->rank, st->size, st->stats});
     if (st->gate_bytes != SIZE_MAX && runtime_active()) update_gate_locked();
 }
@@ -100,16 +109,14 @@ int delete_attr(MPI_Comm comm, int, void *val, void *) {
 }
 
 void print_stats_line(const std::string &name, int rank, int size, const Stats &s) {
-    int which = g_rt.global.stats;
-    if (which == 0 || (which == 1 && rank != 0)) return;
+    if (!prints_stats_line(rank)) return;
     fprintf(stderr, "terse stats: comm=%s size=%d rank=%d %s\n",
             name.empty() ? "(unnamed)" : name.c_str(), size, rank, s.format().c_str());
 }
 
 // Calls that never reached a communicator's statistics (pass_through.h).
 void print_process_line(int world_rank, size_t floor) {
-    int which = g_rt.global.stats;
-    if (which == 0 || (which == 1 && world_rank != 0)) return;
+    if (!prints_stats_line(world_rank)) return;
     fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu\n", world_rank, floor,
             static_cast<unsigned long long>(straight_passes()));
 }
