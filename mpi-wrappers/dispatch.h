@@ -66,8 +66,14 @@ inline bool pass_at_once(bool takes, size_t bytes) {
 // hold a ReentryGuard.
 template <class Pass>
 int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
-    CommState *st = comm_state_find(comm);
-    if (!st || !st->ready) {
+    // Lookup or create: once made, the state is found without a lock, also
+    // for the calls below the floor that a lowered gate sends here.
+    Status s;
+    CommState *st = comm_state_get(comm, &s);
+    // Without its state terse can neither count nor agree, but PMPI still
+    // gives the exact result.
+    if (!st) return pass();
+    if (!st->ready) {
         // Not agreed yet: below the floor every rank passes, whatever its
         // own configuration says; at or above it every rank agrees, so a
         // rank configured differently fails here with its peers instead of
@@ -76,11 +82,6 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
             count_straight_pass();
             return pass();
         }
-        Status s;
-        st = comm_state_get(comm, &s);
-        // Without its state terse can neither count nor agree, but PMPI
-        // still gives the exact result.
-        if (!st) return pass();
         if (st->is_inter) {
             st->stats.c.calls_passed++;
             return pass();
@@ -102,7 +103,7 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
     }
     st->call_index++;
     capture_input(st, a);
-    Status s = engine_run(st, a);
+    s = engine_run(st, a);
     if (s != TERSE_OK) return report_error(comm, s, call);
     return MPI_SUCCESS;
 }
