@@ -1,21 +1,43 @@
 // Shared by the C and Fortran bindings of every intercepted collective: the
-// path "terse or PMPI" and the error path.  Callers hold a ReentryGuard.
-// The decision itself is engine_eligible() (engine/planner.h), reached
-// through the runtime's collective_eligible(); it reads no environment and
-// takes no lock of terse's own, and depends only on arguments MPI requires
-// to match on every rank and on configuration agreed at context creation.
+// decision "terse or PMPI" and the error path.
+//
+// The decision has two steps, so that a call terse does not take costs
+// next to nothing:
+//  1. pass_at_once(), from the arguments alone: a datatype, operation or
+//     count terse never takes, or a size below the pass-through gate
+//     (runtime/pass_through.h), goes to PMPI at once: no lock, no lookup,
+//     no communicator state, no re-entry guard.
+//  2. run_collective(), under a ReentryGuard: the communicator's state,
+//     found without a lock, decides through collective_eligible() (the
+//     engine's engine_eligible(), engine/planner.h), agreeing first if the
+//     communicator is not ready (runtime/comm_state.h).
+// The decision reads no environment and takes no lock of terse's own or of
+// the MPI library's; it depends only on arguments MPI requires to match on
+// every rank, on the floor agreed at MPI_Init and on configuration agreed
+// on the communicator.
+//
+// Statistics: a call that step 1 passes, or that is below the floor, counts
+// as passed straight (per thread, summed in the TERSE_STATS process line);
+// a communicator's calls_passed counts its calls at or above the floor
+// that terse did not take.
 #pragma once
+
+#include "reentry_guard.h"
 
 #include "engine/coll_args.h"
 #include "runtime/collective.h"
 #include "runtime/comm_state.h"
+#include "runtime/pass_through.h"
 #include "util/status.h"
 
 #include <mpi.h>
 
+#include <cstddef>
+
 namespace terse {
 
-// The body of MPI_Allreduce (sendbuf may be MPI_IN_PLACE).
+// The body of MPI_Allreduce (sendbuf may be MPI_IN_PLACE), for the Fortran
+// bindings.
 int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                        MPI_Comm comm);
 
@@ -26,32 +48,59 @@ int report_error(MPI_Comm comm, Status status, const char *call);
 // Start terse after PMPI_Init / PMPI_Init_thread succeeded.
 void start_runtime(int provided);
 
-// Run one collective on terse's engine if it is eligible, else through
-// pass() (the PMPI call).  mappable is false when the datatype, op or count
-// has no engine equivalent; a is then ignored.
+// Step 1.  takes: the datatype, operation and count have engine
+// equivalents; bytes: the call's size as engine_eligible counts it (read
+// only when takes).  True when the call goes to PMPI now: passed straight
+// (counted), or made from inside terse (ReentryGuard; not counted).
+inline bool pass_at_once(bool takes, size_t bytes) {
+    if (!takes || pass_below_gate(bytes)) {
+        count_straight_pass();
+        return true;
+    }
+    return ReentryGuard::active();
+}
+
+// Step 2: run one collective on terse's engine if it is eligible, else
+// through pass() (the PMPI call).  bytes as for pass_at_once().  Callers
+// hold a ReentryGuard.
 template <class Pass>
-int run_collective(MPI_Comm comm, bool mappable, const CollArgs &a, const char *call, Pass &&pass) {
+int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
+    // Lookup or create: once made, the state is found without a lock, also
+    // for the calls below the floor that a lowered gate sends here.
     Status s;
     CommState *st = comm_state_get(comm, &s);
     // Without its state terse can neither count nor agree, but PMPI still
     // gives the exact result.
     if (!st) return pass();
-    if (st->is_inter || !mappable) {
-        st->stats.c.calls_passed++;
-        return pass();
-    }
     if (!st->ready) {
-        // The first call on a communicator agrees on its configuration
-        // whatever its size, so a rank configured differently fails here
-        // instead of taking another path than its peers.
+        // Not agreed yet: below the floor every rank passes, whatever its
+        // own configuration says; at or above it every rank agrees, so a
+        // rank configured differently fails here with its peers instead of
+        // taking another path than they do.
+        if (bytes < pass_floor()) {
+            count_straight_pass();
+            return pass();
+        }
+        if (st->is_inter) {
+            st->stats.c.calls_passed++;
+            return pass();
+        }
         s = comm_state_ready(st);
         if (s != TERSE_OK) return report_error(comm, s, call);
     }
-    st->call_index++;
     if (!collective_eligible(st, a)) {
-        st->stats.c.calls_passed++;
+        // Below the floor a call gets here only when an agreed min_bytes
+        // (this communicator's or another's) lowered the gate: it counts
+        // as it would have without that.
+        if (bytes < pass_floor()) {
+            count_straight_pass();
+        } else {
+            st->call_index++;
+            st->stats.c.calls_passed++;
+        }
         return pass();
     }
+    st->call_index++;
     s = collective_run(st, a);
     if (s != TERSE_OK) return report_error(comm, s, call);
     return MPI_SUCCESS;

@@ -3,9 +3,6 @@
 // Fortran calls; terse defines the Fortran symbols itself (all the name
 // manglings compilers use) and converts the handles.
 #include "dispatch.h"
-#include "reentry_guard.h"
-
-#include "runtime/comm_state.h"
 
 #include <mpi.h>
 
@@ -31,14 +28,7 @@ void f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
     MPI_Datatype dt = PMPI_Type_f2c(*datatype);
     MPI_Op o = PMPI_Op_f2c(*op);
     const void *sb = is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf;
-    int rc;
-    if (terse::ReentryGuard::active() || !terse::runtime_active()) {
-        rc = PMPI_Allreduce(sb, recvbuf, *count, dt, o, c);
-    } else {
-        terse::ReentryGuard guard;
-        rc = terse::dispatch_allreduce(sb, recvbuf, *count, dt, o, c);
-    }
-    *ierr = rc;
+    *ierr = terse::dispatch_allreduce(sb, recvbuf, *count, dt, o, c);
 }
 
 void f_init(MPI_Fint *ierr) { *ierr = MPI_Init(nullptr, nullptr); }

@@ -2,23 +2,14 @@
  * allreduce: terse's per-communicator state must be released every time,
  * so the process's memory stays flat after warm-up. */
 #include "mpi_check.h"
+#include "proc_memory.h"
 
 #include <terse/terse.h>
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 enum { COUNT = 70000, DEFAULT_ROUNDS = 300, WARMUP = 50 };
-
-static long rss_kib(void) {
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f) return -1;
-    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
-    fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 static void use(MPI_Comm c) {
     int size;

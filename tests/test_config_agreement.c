@@ -1,6 +1,9 @@
 /* Ranks whose configuration of a communicator differs must all get an
  * error that names the difference, never a hang or a silent mix.  The
- * launcher script gives rank 0 a different TERSE_MIN_BYTES. Also checks
+ * launcher script gives rank 0 a different TERSE_MIN_BYTES (4096 against
+ * 8192): below the lower one (the job's floor) every rank passes the call
+ * to the MPI library, which gives the exact result; from the floor on, in
+ * between the two values as above both, every rank fails.  Also checks
  * MPI_Info hints: a bad hint is refused at MPI_Comm_set_info, a good one
  * takes effect, dup inherits and dup_with_info replaces. */
 #include "mpi_check.h"
@@ -16,8 +19,19 @@ static void mismatch(void) {
     MPI_Comm c;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int size;
+    MPI_Comm_size(c, &size);
     float *buf = calloc(COUNT, sizeof(float));
-    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, COUNT, MPI_FLOAT, MPI_SUM, c);
+    /* 400 bytes: below both thresholds. */
+    for (int i = 0; i < 100; ++i) buf[i] = 1.0f;
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, 100, MPI_FLOAT, MPI_SUM, c) == MPI_SUCCESS, "small allreduce failed");
+    CHECK(buf[0] == (float)size && buf[99] == (float)size, "small allreduce: %f", buf[0]);
+    /* 6000 bytes: rank 0 alone would take it; every rank must fail. */
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, 1500, MPI_FLOAT, MPI_SUM, c);
+    CHECK(rc != MPI_SUCCESS, "allreduce between the disagreeing thresholds succeeded");
+    CHECK(strstr(terse_last_error(), "disagree") && strstr(terse_last_error(), "min_bytes"), "message: %s",
+          terse_last_error());
+    rc = MPI_Allreduce(MPI_IN_PLACE, buf, COUNT, MPI_FLOAT, MPI_SUM, c);
     CHECK(rc != MPI_SUCCESS, "allreduce with disagreeing configuration succeeded");
     const char *msg = terse_last_error();
     CHECK(strstr(msg, "disagree") && strstr(msg, "min_bytes"), "message: %s", msg);

@@ -19,11 +19,32 @@ echo "== MPI_Info hints, dup inheritance, terse_comm_configure"
 run_np 2 ./test_config_agreement hints || fail "hints"
 
 echo "== ranks that disagree all get an error"
-out=$(TEST_TIMEOUT=60 timeout -k 10 60 $MPIRUN $MPIRUN_FLAGS -np 1 -x TERSE_MIN_BYTES=4096 ./test_config_agreement mismatch : \
-      -np 2 -x TERSE_MIN_BYTES=8192 ./test_config_agreement mismatch 2>&1); rc=$?
+out=$(TEST_TIMEOUT=60 timeout -k 10 60 $MPIRUN $MPIRUN_FLAGS -np 1 -x TERSE_STATS=all -x TERSE_MIN_BYTES=4096 ./test_config_agreement mismatch : \
+      -np 2 -x TERSE_STATS=all -x TERSE_MIN_BYTES=8192 ./test_config_agreement mismatch 2>&1); rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "mismatch run exited $rc"
-[ $(echo "$out" | grep -c "rank 0 has 'min_bytes=4096' but rank 1 has 'min_bytes=8192'") -eq 3 ] || fail "mismatch message does not name the setting"
+# Two failing calls (between the two thresholds, and above both), three ranks.
+[ $(echo "$out" | grep -c "rank 0 has 'min_bytes=4096' but rank 1 has 'min_bytes=8192'") -eq 6 ] || fail "mismatch message does not name the setting"
+[ $(echo "$out" | grep -c "^terse stats: process rank=[012] floor=4096 ") -eq 3 ] || fail "the ranks do not share the lower floor"
+
+echo "== calls below the floor pass without a look at their communicator"
+for np in 2 3; do
+    out=$(TERSE_MIN_BYTES=4096 TERSE_STATS=1 run_np $np ./test_pass_through 2>&1); rc=$?
+    echo "$out"
+    [ $rc -eq 0 ] || fail "pass-through np=$np exited $rc"
+    want=$(echo "$out" | sed -n 's/^expected passed_straight=//p')
+    [ -n "$want" ] || fail "pass-through np=$np printed no expected count"
+    echo "$out" | grep -q "^terse stats: process rank=0 floor=4096 passed_straight=$want\$" \
+        || fail "pass-through np=$np: the process line does not count $want straight passes"
+done
+
+echo "== the floor is the smallest min_bytes of the environment and every config file section, on any rank"
+cfg=$(mktemp /tmp/terse_floor.XXXXXX) || fail "mktemp"
+printf '[grad_*]\nmin_bytes = 1K\n[MPI_COMM_WORLD]\ncodec = none\n' > "$cfg"
+out=$(TERSE_CONFIG="$cfg" TERSE_MIN_BYTES=4096 TERSE_STATS=all run_np 2 -x LD_PRELOAD="$TERSE_LIB" ./test_plain_allreduce 2>&1); rc=$?
+rm -f "$cfg"
+[ $rc -eq 0 ] || { echo "$out"; fail "config file floor run exited $rc"; }
+[ "$(echo "$out" | grep -c '^terse stats: process rank=[01] floor=1024 ')" -eq 2 ] || { echo "$out"; fail "floor with a config file"; }
 
 echo "== misspelled variable stops the job with a suggestion"
 out=$(TERSE_CODECC=none run_np 2 ./test_threads 2>&1); rc=$?

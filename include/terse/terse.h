@@ -66,7 +66,8 @@ terse_status_t terse_comm_get_config(MPI_Comm comm, char *buf, size_t buflen);
 /* Statistics of one communicator.  Local; counts only this rank's view. */
 typedef struct terse_comm_stats {
     uint64_t calls_intercepted;   /* collectives run by terse's engine        */
-    uint64_t calls_passed;        /* collectives passed through to PMPI       */
+    uint64_t calls_passed;        /* collectives at or above the pass-through
+                                     floor passed to PMPI (terse(7))          */
     uint64_t bytes_in;            /* user bytes of intercepted calls          */
     uint64_t bytes_wire;          /* bytes this rank sent for them            */
     uint64_t bytes_wire_raw;      /* bytes the same schedule would send uncompressed */

@@ -54,6 +54,7 @@ std::string CommState::describe() const {
 
 void CommState::reresolve() {
     ready = false;
+    runtime_gate_note(this, SIZE_MAX);
     config_status = TERSE_OK;
     config_error.clear();
     CommConfig cfg = runtime_env_defaults();
@@ -215,6 +216,7 @@ Status comm_state_ready(CommState *st) {
     }
     st->seq = 0;
     st->ready = true;
+    runtime_gate_note(st, st->config.enable ? st->config.min_bytes : SIZE_MAX);
     TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(),
                     st->size, st->ctx_id, st->config.canonical().c_str());
     return TERSE_OK;

@@ -3,15 +3,23 @@
 // one release path: its delete callback).
 //
 // Life cycle:
+//  - A call below the job's pass-through floor, or of a datatype, operation
+//    or count terse never takes, goes to PMPI without any look at its
+//    communicator (runtime/pass_through.h): no state is made for it.
 //  - comm_state_get() returns the state, creating the light part on first
-//    use (local: rank, size, world ranks, name, locally resolved config).
+//    use (local: rank, size, world ranks, name, locally resolved config);
+//    comm_state_find() looks it up without a lock (runtime/comm_table.h).
 //  - comm_state_ready() is collective and runs in the first intercepted
-//    collective on the communicator, on every rank (the first call always
-//    agrees, whatever its size, so that a rank whose configuration differs
-//    gets an error instead of taking a different path): the ranks check that
-//    their configurations hash equal, agree on a context id, and instantiate
-//    the codec.  It runs again after MPI_Comm_set_info or
-//    terse_comm_configure() invalidated the state.
+//    collective on the communicator at or above the floor, on every rank
+//    (the floor is agreed at MPI_Init, so every rank makes the same
+//    choice; that first call agrees whatever its own configuration says, so
+//    that a rank whose configuration differs gets an error instead of taking
+//    a different path): the ranks check that their configurations hash
+//    equal, agree on a context id, and instantiate the codec.  It runs again
+//    after MPI_Comm_set_info or terse_comm_configure() invalidated the
+//    state.  Until a communicator is ready, its calls below the floor pass
+//    whatever its own min_bytes: a min_bytes below the floor (from a hint or
+//    terse_comm_configure()) applies from its first agreement on.
 #pragma once
 
 #include "config/config.h"
@@ -25,6 +33,7 @@
 #include <terse/codec.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,7 +43,9 @@ namespace terse {
 
 class FeedbackStore;  // error_feedback.h
 
-class CommState {
+// Cache-line aligned: the counters of two communicators used by two
+// threads must not share a line.
+class alignas(64) CommState {
 public:
     explicit CommState(MPI_Comm comm);
     // An unbound copy for MPI_Comm_dup's attribute copy callback: inherits
@@ -60,6 +71,7 @@ public:
     std::string config_error;
 
     bool ready = false;              // agreed and instantiated
+    size_t gate_bytes = SIZE_MAX;    // agreed min_bytes lent to the pass-through gate (runtime's lock)
     uint32_t ctx_id = 0;             // agreed, unique among live contexts
     uint32_t seq = 0;                // per-operation sequence (tag field)
     bool feedback = false;           // error feedback for the lossy codec
@@ -97,7 +109,8 @@ const GlobalConfig &runtime_global();
 
 // Lookup-or-create; nullptr with status on failure.  Not collective.
 CommState *comm_state_get(MPI_Comm comm, Status *status);
-// Lookup only; nullptr if none.
+// Lookup only; nullptr if none (possibly an unbound copy: see bound()).
+// Takes no lock once the state is bound and cached.
 CommState *comm_state_find(MPI_Comm comm);
 // Collective agreement + instantiation (see above).  On disagreement every
 // rank gets TERSE_ERR_MISMATCH with a message naming the differing setting.

@@ -1,11 +1,15 @@
 // Process-wide runtime: configuration read once at MPI_Init, the transport,
-// the attribute keyval that owns every CommState, and statistics output at
-// MPI_Finalize.  Nothing here runs on the hot path except the attribute
-// lookup in comm_state_get().
+// the attribute keyval that owns every CommState, the lock-free table that
+// finds it again, the pass-through floor, and statistics output at
+// MPI_Finalize.  Nothing here runs on the hot path except the table lookup
+// in comm_state_find().
 #include "runtime/comm_state.h"
 #include "capture/capture.h"
 #include "engine/message_tag.h"
 #include "util/log.h"
+#include "util/scratch.h"
+#include "runtime/comm_table.h"
+#include "runtime/pass_through.h"
 #include "runtime/runtime_internal.h"
 #include "runtime/transport_mpi.h"
 #include "transport/ucx_transport.h"
@@ -39,9 +43,12 @@ struct Runtime {
     std::mutex ctx_mu;  // guards ctx_used; taken at context creation only
     uint64_t ctx_used[kCtxMaskWords] = {1};  // id 0 reserved
 
-    std::mutex mu;  // guards the lists below; taken at comm create/free only
+    std::mutex mu;  // guards the lists below and every CommState::gate_bytes;
+                    // taken at comm create/free and agreement only
     std::vector<CommState *> live;
     std::vector<RetiredStats> retired;
+
+    CommTable table;  // handle -> bound state, read without a lock
 };
 
 Runtime g_rt;
@@ -51,12 +58,30 @@ void track(CommState *st) {
     g_rt.live.push_back(st);
 }
 
+// The pass-through gate (pass_through.h): the floor, or the lowest agreed
+// min_bytes of a live ready state below it.  Under g_rt.mu.
+void update_gate_locked() {
+    size_t gate = pass_floor();
+    for (const CommState *st : g_rt.live) gate = std::min(gate, st->gate_bytes);
+    pass_set_gate(gate);
+}
+
+// Whether TERSE_STATS prints the line of this rank of a communicator.
+bool prints_stats_line(int rank) {
+    int which = g_rt.global.stats;
+    return which != 0 && (which != 1 || rank == 0);
+}
+
 void retire(CommState *st) {
     std::lock_guard<std::mutex> lk(g_rt.mu);
     g_rt.live.erase(std::remove(g_rt.live.begin(), g_rt.live.end(), st), g_rt.live.end());
     const auto &c = st->stats.c;
-    if (st->bound() && (c.calls_intercepted || c.calls_passed))
+    // Only lines that will be printed are kept: a program that creates and
+    // frees communicators in a loop holds memory flat unless it asked for
+    // their statistics.
+    if (st->bound() && (c.calls_intercepted || c.calls_passed) && prints_stats_line(st->rank))
         g_rt.retired.push_back({st->name, st->rank, st->size, st->stats});
+    if (st->gate_bytes != SIZE_MAX && runtime_active()) update_gate_locked();
 }
 
 // MPI_Comm_dup copies the settings a user gave the parent (MPI copies info
@@ -74,18 +99,45 @@ int copy_attr(MPI_Comm, int, void *, void *in, void *out, int *flag) {
     return MPI_SUCCESS;
 }
 
-int delete_attr(MPI_Comm, int, void *val, void *) {
+int delete_attr(MPI_Comm comm, int, void *val, void *) {
     auto *st = static_cast<CommState *>(val);
+    // Before the handle can be reused by a new communicator.
+    g_rt.table.erase(comm, st);
     retire(st);
     delete st;
+    // Scratch memory cached for this communicator's collectives on this
+    // thread goes back to the system with it.
+    scratch_release_cache();
     return MPI_SUCCESS;
 }
 
 void print_stats_line(const std::string &name, int rank, int size, const Stats &s) {
-    int which = g_rt.global.stats;
-    if (which == 0 || (which == 1 && rank != 0)) return;
+    if (!prints_stats_line(rank)) return;
     fprintf(stderr, "terse stats: comm=%s size=%d rank=%d %s\n",
             name.empty() ? "(unnamed)" : name.c_str(), size, rank, s.format().c_str());
+}
+
+// Calls that never reached a communicator's statistics (pass_through.h).
+void print_process_line(int world_rank, size_t floor) {
+    if (!prints_stats_line(world_rank)) return;
+    fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu\n", world_rank, floor,
+            static_cast<unsigned long long>(straight_passes()));
+}
+
+// The smallest min_bytes any communicator can get from the environment and
+// the config file on this rank: every section is tried on top of the
+// environment's defaults (a section without min_bytes keeps that value).
+size_t local_floor() {
+    size_t floor = g_rt.env_defaults.min_bytes;
+    if (!g_rt.has_file) return floor;
+    for (size_t i = 0; i < g_rt.file.section_count(); ++i) {
+        CommConfig cfg = g_rt.env_defaults;
+        // The file was checked when it was read; a section that fails now
+        // anyway must not raise the floor.
+        if (g_rt.file.apply_section(i, &cfg) != TERSE_OK) return 0;
+        floor = std::min(floor, cfg.min_bytes);
+    }
+    return floor;
 }
 
 LogLevel parse_level(const std::string &s) {
@@ -116,6 +168,15 @@ void runtime_ctx_release(uint32_t id) {
     if (id == 0 || id >= kCtxIdCount) return;
     std::lock_guard<std::mutex> lk(g_rt.ctx_mu);
     g_rt.ctx_used[id / 64] &= ~(uint64_t(1) << (id % 64));
+}
+
+void runtime_gate_note(CommState *st, size_t agreed_min_bytes) {
+    // Written only by the thread that owns the communicator's collectives,
+    // so this unlocked read sees its own last write.
+    if (st->gate_bytes == agreed_min_bytes) return;
+    std::lock_guard<std::mutex> lk(g_rt.mu);
+    st->gate_bytes = agreed_min_bytes;
+    if (runtime_active()) update_gate_locked();
 }
 
 bool runtime_active() { return g_rt.active.load(std::memory_order_acquire); }
@@ -154,13 +215,20 @@ Status runtime_init(int provided) {
     if (s != TERSE_OK) return s;
     if (PMPI_Comm_create_keyval(copy_attr, delete_attr, &g_rt.keyval, nullptr) != MPI_SUCCESS)
         return set_error(TERSE_ERR_MPI, "MPI_Comm_create_keyval failed");
+    // The pass-through floor, the same on every rank (pass_through.h).
+    uint64_t floor = local_floor();
+    if (PMPI_Allreduce(MPI_IN_PLACE, &floor, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "agreement on the pass-through floor failed in PMPI_Allreduce");
     g_rt.active.store(true, std::memory_order_release);
+    pass_open(static_cast<size_t>(floor));
     TERSE_LOG_INFO("initialised: defaults %s", g_rt.env_defaults.canonical().c_str());
     return TERSE_OK;
 }
 
 void runtime_finalize() {
     if (!g_rt.active.exchange(false)) return;
+    const size_t floor = pass_floor();
+    pass_close();
     // Free the states of communicators still alive (the user need not free
     // them; MPI_COMM_WORLD and MPI_COMM_SELF never are): deleting the
     // attribute runs the one release path, delete_attr().
@@ -177,8 +245,12 @@ void runtime_finalize() {
         for (CommState *st : g_rt.live) delete st;
         g_rt.live.clear();
     }
+    g_rt.table.clear();
     for (const auto &r : g_rt.retired) print_stats_line(r.name, r.rank, r.size, r.stats);
     g_rt.retired.clear();
+    int wrank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    print_process_line(wrank, floor);
     PMPI_Comm_free_keyval(&g_rt.keyval);
     capture_close();
     Transport::finalize();
@@ -187,10 +259,14 @@ void runtime_finalize() {
 
 CommState *comm_state_find(MPI_Comm comm) {
     if (!runtime_active() || comm == MPI_COMM_NULL) return nullptr;
+    if (CommState *st = g_rt.table.find(comm)) return st;
     void *val = nullptr;
     int flag = 0;
     if (PMPI_Comm_get_attr(comm, g_rt.keyval, &val, &flag) != MPI_SUCCESS || !flag) return nullptr;
-    return static_cast<CommState *>(val);
+    auto *st = static_cast<CommState *>(val);
+    // Unbound copies are entered once comm_state_get() binds them.
+    if (st->bound()) g_rt.table.insert(comm, st);
+    return st;
 }
 
 CommState *comm_state_get(MPI_Comm comm, Status *status) {
@@ -204,7 +280,10 @@ CommState *comm_state_get(MPI_Comm comm, Status *status) {
     }
     CommState *st = comm_state_find(comm);
     if (st) {
-        if (!st->bound()) st->bind(comm);
+        if (!st->bound()) {
+            st->bind(comm);
+            g_rt.table.insert(comm, st);
+        }
         *status = TERSE_OK;
         return st;
     }
@@ -219,6 +298,7 @@ CommState *comm_state_get(MPI_Comm comm, Status *status) {
         return nullptr;
     }
     track(st);
+    g_rt.table.insert(comm, st);
     *status = TERSE_OK;
     return st;
 }

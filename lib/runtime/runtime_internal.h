@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace terse {
@@ -26,5 +27,10 @@ void runtime_ctx_used(uint64_t mask[kCtxMaskWords]);
 bool runtime_ctx_claim(uint32_t id);
 // Release a claimed id (communicator freed, or a lost race).
 void runtime_ctx_release(uint32_t id);
+
+class CommState;
+// The agreed min_bytes st lends the pass-through gate (pass_through.h):
+// its agreed min_bytes once ready and enabled, SIZE_MAX otherwise.
+void runtime_gate_note(CommState *st, size_t agreed_min_bytes);
 
 }  // namespace terse

@@ -1,8 +1,10 @@
-// Scratch memory for engine operations.  Buffers come from a small cache
-// owned by the calling thread, so a steady stream of collectives reuses the
-// same (already faulted-in) pages instead of calling malloc per operation,
-// and no lock is taken: a buffer released on another thread simply joins
-// that thread's cache.
+// Scratch memory for engine operations.  Buffers come from a cache owned by
+// the calling thread, so a steady stream of collectives reuses the same
+// (already faulted-in) pages instead of calling malloc per operation, and
+// no lock is taken: a buffer released on another thread simply joins that
+// thread's cache.  The cache holds up to the largest working set this
+// thread had in use at once (at least 64 MiB), frees buffers that stay idle,
+// and is trimmed back by scratch_release_cache().
 #pragma once
 
 #include "util/status.h"
@@ -52,6 +54,12 @@ private:
     std::pmr::vector<ScratchBuffer> all_;
     std::pmr::vector<uint8_t *> free_;
 };
+
+// Trim the calling thread's cache back to its base size and forget the
+// largest working set seen (a communicator was freed: its calls are over).
+void scratch_release_cache();
+// Bytes cached, free, for the calling thread (tests).
+size_t scratch_cached_bytes();
 
 // Append-only storage of variable-size byte strings that never move.
 class Arena {
