@@ -82,7 +82,7 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
             return pass();
         }
         if (st->is_inter) {
-            st->stats.c.calls_passed++;
+            collective_passed(st);
             return pass();
         }
         s = comm_state_ready(st);
@@ -95,12 +95,10 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
         if (bytes < pass_floor()) {
             count_straight_pass();
         } else {
-            st->call_index++;
-            st->stats.c.calls_passed++;
+            collective_passed(st);
         }
         return pass();
     }
-    st->call_index++;
     s = collective_run(st, a);
     if (s != TERSE_OK) return report_error(comm, s, call);
     return MPI_SUCCESS;

@@ -115,7 +115,7 @@ void check_lossless_allreduce(const Case &c) {
         }
     }
     // The lossless codec sends exactly what raw frames would.
-    for (auto &r : res) EXPECT_EQ(r.stats.c.bytes_wire, r.stats.c.bytes_wire_raw);
+    for (auto &r : res) EXPECT_EQ(r.stats.counters().bytes_wire, r.stats.counters().bytes_wire_raw);
 }
 
 }  // namespace
@@ -300,7 +300,7 @@ TEST(EngineSim, LossyCodecsBoundedAndIdentical) {
                         }
                         if (codec == trunc_codec() && count >= 1000) {
                             EXPECT_GT(maxabs, 0.0) << "a lossy codec should lose something";
-                            EXPECT_LT(res[0].stats.c.bytes_wire, res[0].stats.c.bytes_wire_raw);
+                            EXPECT_LT(res[0].stats.counters().bytes_wire, res[0].stats.counters().bytes_wire_raw);
                         }
                     }
 }
@@ -384,7 +384,7 @@ TEST(EngineSim, NonFiniteValuesSurvive) {
             for (size_t i = 0; i < count; ++i) finite += std::isfinite(got[i]);
             EXPECT_EQ(finite, count - 3);
             uint64_t raw = 0;
-            for (auto &r : res) raw += r.stats.c.chunks_raw;
+            for (auto &r : res) raw += r.stats.counters().chunks_raw;
             EXPECT_GT(raw, 0u) << "chunks with non-finite values go raw";
         }
 }

@@ -292,16 +292,14 @@ Status OpBase::final_status() {
 void OpBase::account() {
     if (accounted_ || !env_.stats) return;
     accounted_ = true;
-    terse_comm_stats_t &c = env_.stats->c;
-    double total = now_seconds() - t_start_;
-    c.bytes_wire += wire_;
-    c.bytes_wire_raw += wire_raw_;
-    c.chunks_raw += raw_chunks_;
-    c.seconds_total += total;
-    c.seconds_encode += t_encode_;
-    c.seconds_decode += t_decode_;
-    double wait = total - t_encode_ - t_decode_;
-    c.seconds_wait += wait > 0 ? wait : 0;
+    OpAccount a;
+    a.wire = wire_;
+    a.wire_raw = wire_raw_;
+    a.raw_chunks = raw_chunks_;
+    a.seconds_total = now_seconds() - t_start_;
+    a.seconds_encode = t_encode_;
+    a.seconds_decode = t_decode_;
+    env_.stats->add_operation(a);
 }
 
 void OpBase::note_send(const uint8_t *frame, size_t len) {

@@ -4,7 +4,19 @@
 
 namespace terse {
 
+void Stats::add_operation(const OpAccount &a) {
+    c_.bytes_wire += a.wire;
+    c_.bytes_wire_raw += a.wire_raw;
+    c_.chunks_raw += a.raw_chunks;
+    c_.seconds_total += a.seconds_total;
+    c_.seconds_encode += a.seconds_encode;
+    c_.seconds_decode += a.seconds_decode;
+    double wait = a.seconds_total - a.seconds_encode - a.seconds_decode;
+    c_.seconds_wait += wait > 0 ? wait : 0;
+}
+
 std::string Stats::format() const {
+    const terse_comm_stats_t &c = c_;
     char buf[512];
     double ratio = c.bytes_wire ? double(c.bytes_wire_raw) / double(c.bytes_wire) : 0.0;
     int n = snprintf(buf, sizeof buf,

@@ -1,24 +1,60 @@
-// Per-communicator counters.  Updated only by the thread running a
-// collective on that communicator (MPI requires collectives on one
-// communicator to be serialised), so plain fields suffice.
+// Per-communicator counters, with one owner: the Stats object of the
+// communicator's state.  Every change goes through a named method below, so
+// each counter has one place that says when it moves:
+//   count_intercepted  the runtime, as it starts an operation (collective.cc)
+//   count_passed       the runtime, for a call at or above the floor that
+//                      terse did not take (collective_passed)
+//   add_operation      the engine, once per finished operation (OpBase)
+//   add_error          the engine's verification (TERSE_VERIFY)
+//   reset              terse_comm_stats_reset()
+// Updated only by the thread running a collective on that communicator (MPI
+// requires collectives on one communicator to be serialised), so plain
+// fields suffice.
 #pragma once
 
 #include <terse/terse.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace terse {
 
-struct Stats {
-    terse_comm_stats_t c{};
+// What one finished operation adds: wire bytes as sent, the same frames'
+// bytes had they gone raw, chunks that did go raw (codec declined), and its
+// time split into encode, decode and the rest (waiting).
+struct OpAccount {
+    uint64_t wire = 0;
+    uint64_t wire_raw = 0;
+    uint64_t raw_chunks = 0;
+    double seconds_total = 0;
+    double seconds_encode = 0;
+    double seconds_decode = 0;
+};
 
-    void add_error(double abs_err, double rel_err) {
-        if (abs_err > c.max_abs_error) c.max_abs_error = abs_err;
-        if (rel_err > c.max_rel_error) c.max_rel_error = rel_err;
+class Stats {
+public:
+    void count_intercepted(uint64_t bytes_in) {
+        c_.calls_intercepted++;
+        c_.bytes_in += bytes_in;
     }
-    // One line: "calls=.. passed=.. in=.. wire=.. ratio=.. encode=..s ..."
+    void count_passed() { c_.calls_passed++; }
+    void add_operation(const OpAccount &a);
+    void add_error(double abs_err, double rel_err) {
+        if (abs_err > c_.max_abs_error) c_.max_abs_error = abs_err;
+        if (rel_err > c_.max_rel_error) c_.max_rel_error = rel_err;
+    }
+    void reset() { c_ = terse_comm_stats_t{}; }
+
+    // The public struct (terse_comm_stats(3)), read-only.
+    const terse_comm_stats_t &counters() const { return c_; }
+    // Whether any call was counted, taken or passed.
+    bool any_calls() const { return c_.calls_intercepted || c_.calls_passed; }
+    // One line: "intercepted=.. passed=.. bytes_in=.. wire=.. ratio=.. ..."
     std::string format() const;
+
+private:
+    terse_comm_stats_t c_{};
 };
 
 // Monotonic seconds, for the encode/decode/wait timers.

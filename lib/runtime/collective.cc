@@ -40,7 +40,13 @@ bool collective_eligible(const CommState *st, const CollArgs &a) {
     return engine_eligible(st->config, st->size, desc, instance, a);
 }
 
+void collective_passed(CommState *st) {
+    st->call_index++;
+    st->stats.count_passed();
+}
+
 Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHandle *op) {
+    st->call_index++;
     capture_input(st, args);
     if (!st->ready)
         return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
@@ -83,9 +89,8 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.memory = st->op_memory.get();
     env.stats = &st->stats;
     env.set_comm_name(st->name);
-    st->stats.c.calls_intercepted++;
     size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
-    st->stats.c.bytes_in += elems * dtype_size(args.dtype);
+    st->stats.count_intercepted(elems * dtype_size(args.dtype));
     return engine_start(env, st->config, args, prio, op);
 }
 

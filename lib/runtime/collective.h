@@ -17,9 +17,13 @@ namespace terse {
 // st's configuration, size and codec.
 bool collective_eligible(const CommState *st, const CollArgs &args);
 
-// Start an eligible collective on st (which must be ready): records its
-// input when TERSE_CAPTURE asks, counts it in st's statistics and gives it
-// the next sequence number.
+// Count a call at or above the pass-through floor that terse did not take
+// (it goes to PMPI): st's statistics and capture numbering.
+void collective_passed(CommState *st);
+
+// Start an eligible collective on st (which must be ready): numbers it,
+// records its input when TERSE_CAPTURE asks, counts it in st's statistics
+// and gives it the next sequence number.
 Status collective_start(CommState *st, const CollArgs &args, Priority prio,
                         OpHandle *op);
 

@@ -71,7 +71,7 @@ extern "C" terse_status_t terse_comm_stats(MPI_Comm comm, terse_comm_stats_t *st
     CommState *st = state_for(comm, &s);
     if (!st) return s;
     // A caller built against an older, smaller struct gets its prefix.
-    memcpy(stats, &st->stats.c, size);
+    memcpy(stats, &st->stats.counters(), size);
     return TERSE_OK;
 }
 
@@ -79,6 +79,6 @@ extern "C" terse_status_t terse_comm_stats_reset(MPI_Comm comm) {
     Status s;
     CommState *st = state_for(comm, &s);
     if (!st) return s;
-    st->stats = Stats{};
+    st->stats.reset();
     return TERSE_OK;
 }

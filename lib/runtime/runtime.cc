@@ -75,11 +75,10 @@ bool prints_stats_line(int rank) {
 void retire(CommState *st) {
     std::lock_guard<std::mutex> lk(g_rt.mu);
     g_rt.live.erase(std::remove(g_rt.live.begin(), g_rt.live.end(), st), g_rt.live.end());
-    const auto &c = st->stats.c;
     // Only lines that will be printed are kept: a program that creates and
     // frees communicators in a loop holds memory flat unless it asked for
     // their statistics.
-    if (st->bound() && (c.calls_intercepted || c.calls_passed) && prints_stats_line(st->rank))
+    if (st->bound() && st->stats.any_calls() && prints_stats_line(st->rank))
         g_rt.retired.push_back({st->name, st->rank, st->size, st->stats});
     if (st->gate_bytes != SIZE_MAX && runtime_active()) update_gate_locked();
 }
