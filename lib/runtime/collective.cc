@@ -35,8 +35,10 @@ void capture_input(const CommState *st, const CollArgs &a) {
 
 bool collective_eligible(const CommState *st, const CollArgs &a) {
     if (!st) return false;
-    const terse_codec_descriptor_t *desc = st->codec_params ? st->codec_params->plugin()->desc : nullptr;
-    const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && st->codec[a.dtype];
+    const CodecParams *params = comm_state_active_params(st);
+    const terse_codec_descriptor_t *desc = params ? params->plugin()->desc : nullptr;
+    const auto &instances = st->guard.tripped ? st->lossless : st->codec;
+    const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && instances[a.dtype];
     return engine_eligible(st->config, st->size, desc, instance, a);
 }
 
@@ -60,8 +62,11 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.seq = st->seq++;
     env.verify = st->config.verify;
     env.codec = ci;
-    env.feedback = st->feedback;
-    if (st->feedback) {
+    // Once the error guard switched st to lossless there is no error to feed back.
+    const bool feedback = st->feedback && !st->guard.tripped;
+    env.feedback = feedback;
+    env.guard = &st->guard;
+    if (feedback) {
         if (!st->residuals) {
             try {
                 st->residuals = std::make_unique<FeedbackStore>();

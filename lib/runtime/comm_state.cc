@@ -77,14 +77,10 @@ namespace {
 // Local half of comm_state_ready: parse the codec and create its instances
 // for every datatype it supports.  Anything that can fail locally fails
 // here, before the agreement, so that all ranks learn of it together.
-Status prepare_codec(CommState *st) {
-    st->codec_params.reset();
-    for (auto &c : st->codec) c.reset();
-    if (!st->config.enable) return TERSE_OK;
-    Registry &reg = Registry::instance();
-    Status s = reg.parse_params(st->config.codec, &st->codec_params);
-    if (s != TERSE_OK) return s;
-    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+// Instances of params for every datatype its codec supports.
+Status create_instances(const CommState *st, const CodecParams &params,
+                        std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> *out) {
+    const terse_codec_descriptor_t *d = params.plugin()->desc;
     for (int dt = 1; dt < TERSE_DTYPE_MAX_; ++dt) {
         if (!(d->dtypes & TERSE_DTYPE_BIT(dt))) continue;
         size_t esize = dtype_size(static_cast<terse_dtype_t>(dt));
@@ -94,9 +90,53 @@ Status prepare_codec(CommState *st) {
         setup.mem_kind = TERSE_MEM_HOST;
         setup.nranks = st->size;
         setup.max_chunk_count = (st->config.chunk_bytes + esize - 1) / esize;
-        s = reg.create(*st->codec_params, setup, &st->codec[dt]);
+        Status s = Registry::instance().create(params, setup, &(*out)[dt]);
         if (s != TERSE_OK) return s;
     }
+    return TERSE_OK;
+}
+
+// The error guard of a lossy codec: it needs something to hold the codec
+// to, and the lossless codec to switch to, ready before the first call.
+Status prepare_guard(CommState *st) {
+    st->guard = GuardState{};
+    st->lossless_params.reset();
+    for (auto &c : st->lossless) c.reset();
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    if (st->config.guard == 0 || (d->flags & TERSE_CODEC_FLAG_LOSSLESS)) return TERSE_OK;
+    if (!GuardState::decidable(st->config.guard_budget, d, st->codec_params->get(), st->size))
+        return set_error(TERSE_ERR_INVALID,
+                         "communicator %s: guard=%u with codec '%s', which states no error bound, needs "
+                         "guard_budget (accepted: abs:<bound> or rel:<fraction>, e.g. TERSE_GUARD_BUDGET=rel:1e-3)",
+                         st->describe().c_str(), st->config.guard, d->name);
+    CodecSpec none;
+    none.name = "none";
+    Status s = Registry::instance().parse_params(none, &st->lossless_params);
+    if (s == TERSE_OK) s = create_instances(st, *st->lossless_params, &st->lossless);
+    if (s != TERSE_OK) {
+        const std::string why = last_error();
+        return set_error(s, "communicator %s: the error guard needs the lossless codec 'none': %s",
+                         st->describe().c_str(), why.c_str());
+    }
+    st->guard.every = st->config.guard;
+    st->guard.budget = st->config.guard_budget;
+    st->guard.desc = d;
+    st->guard.params = st->codec_params->get();
+    return TERSE_OK;
+}
+
+Status prepare_codec(CommState *st) {
+    st->codec_params.reset();
+    for (auto &c : st->codec) c.reset();
+    st->guard = GuardState{};
+    if (!st->config.enable) return TERSE_OK;
+    Registry &reg = Registry::instance();
+    Status s = reg.parse_params(st->config.codec, &st->codec_params);
+    if (s != TERSE_OK) return s;
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    s = create_instances(st, *st->codec_params, &st->codec);
+    if (s == TERSE_OK) s = prepare_guard(st);
+    if (s != TERSE_OK) return s;
     bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
     if (lossless)
         st->feedback = false;
@@ -222,13 +262,18 @@ Status comm_state_ready(CommState *st) {
     return TERSE_OK;
 }
 
+const CodecParams *comm_state_active_params(const CommState *st) {
+    return st->guard.tripped ? st->lossless_params.get() : st->codec_params.get();
+}
+
 Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out) {
-    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !st->codec[dtype]) {
+    auto &instances = st->guard.tripped ? st->lossless : st->codec;
+    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !instances[dtype]) {
         *out = nullptr;
         return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' has no instance for datatype %d",
-                         st->config.codec.name.c_str(), static_cast<int>(dtype));
+                         st->guard.tripped ? "none" : st->config.codec.name.c_str(), static_cast<int>(dtype));
     }
-    *out = st->codec[dtype].get();
+    *out = instances[dtype].get();
     return TERSE_OK;
 }
 
