@@ -56,6 +56,7 @@ struct CommConfig {
     bool verify = false;              // verify: compare with PMPI, record error
     unsigned guard = 0;               // guard: check every guard-th lossy allreduce; 0 off
     ErrorBudget guard_budget;         // guard_budget: allowed error; none: the codec's bound
+    std::string tune_file;            // tune_file: tuning file (tune_file.h); "" none
 
     std::string canonical() const;    // "enable=1 codec=... min_bytes=..." in table order
     uint64_t hash() const;            // FNV-1a of canonical()

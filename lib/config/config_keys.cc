@@ -87,6 +87,8 @@ std::vector<ConfigKey> make_table() {
             "to lossless when the error exceeds the allowed one; 0 off"),
         row("guard_budget", &CommConfig::guard_budget, Budget{}, all,
             "the error the guard allows; off: the codec's own stated bound"),
+        row("tune_file", &CommConfig::tune_file, Text{"a file name, empty for none"}, all,
+            "tuning file (terse-tune) whose entries override the planner"),
         // Process-wide, from the environment only.
         row("plugin_path", &GlobalConfig::plugin_path, Text{"colon-separated directories"}, env,
             "directories searched for codec plugins before the install directory"),
