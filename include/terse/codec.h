@@ -44,8 +44,9 @@ extern "C" {
  * same way, on an engine of an earlier one.
  *   0: the descriptor as first published.
  *   1: TERSE_CODEC_FLAG_IDENTITY.
+ *   2: error_bound (formerly reserved[0]).
  */
-#define TERSE_CODEC_ABI_REVISION 1u
+#define TERSE_CODEC_ABI_REVISION 2u
 
 /* Name of the entry point every plugin exports. */
 #define TERSE_CODEC_ENTRY_SYMBOL "terse_codec_entry_v1"
@@ -200,7 +201,18 @@ typedef struct terse_codec_descriptor {
                    void *out, size_t out_cap, size_t *out_len,
                    const terse_codec_call_t *call);
 
-    void *reserved[8];            /* must be NULL */
+    /* Revision 2, optional (NULL: the codec states no bound).  Lossy codecs:
+     * the largest |result - exact sum| the codec promises for one allreduce
+     * of count elements of dtype on nranks ranks whose inputs (every rank's
+     * finite elements together) have largest magnitude max_abs and value
+     * range range (max - min).  A bound that depends on finer statistics
+     * (per block, per chunk) is evaluated at these, which bound them.  A
+     * negative return: no bound for these parameters.  The engine's guard
+     * (terse(7), guard=) compares the measured error with it. */
+    double (*error_bound)(const void *params, terse_dtype_t dtype, size_t count, int nranks,
+                          double max_abs, double range);
+
+    void *reserved[7];            /* must be NULL */
 } terse_codec_descriptor_t;
 
 /* Type of the exported entry point. */

@@ -397,7 +397,7 @@ Status Registry::parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams
         std::vector<terse_codec_kv_t> kv;
         kv.reserve(spec.params.size());
         for (const auto &[k, v] : spec.params)
-            if (k != "feedback")  // the engine's key, validated by config
+            if (k != "feedback" && k != "guard")  // the engine's keys, validated by config
                 kv.push_back({k.c_str(), v.c_str()});
 
         char err[kErrLen] = {0};

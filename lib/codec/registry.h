@@ -85,8 +85,8 @@ public:
     // Names of all plugins found in the search path (loads nothing).
     std::vector<std::string> available() const;
 
-    // Parse spec.params with the plugin's parse(); the engine's own key
-    // "feedback" is not passed to the plugin.
+    // Parse spec.params with the plugin's parse(); the engine's own keys
+    // "feedback" and "guard" are not passed to the plugin.
     Status parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams> *out);
 
     Status create(const CodecParams &params, const terse_codec_setup_t &setup,

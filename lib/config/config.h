@@ -33,6 +33,15 @@ struct CodecSpec {
 enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather };
 const char *algorithm_name(Algorithm a);
 
+// The error a user allows a lossy codec (the guard's budget): none, an
+// absolute bound on max |result - exact|, or a bound relative to max |exact|
+// (norm-wise, as TERSE_VERIFY measures max_rel_error).
+struct ErrorBudget {
+    enum Kind { None, Abs, Rel } kind = None;
+    double value = 0;
+    bool operator==(const ErrorBudget &) const = default;
+};
+
 // Settings that apply to one communicator; must agree across its ranks.
 // Each field is a row of the key table (config_keys.cc); its initialiser is
 // the key's default.
@@ -45,6 +54,9 @@ struct CommConfig {
     Algorithm algorithm = Algorithm::Auto;  // algorithm
     int feedback = -1;                // feedback: -1 codec default, 0 off, 1 on
     bool verify = false;              // verify: compare with PMPI, record error
+    unsigned guard = 0;               // guard: check every guard-th lossy allreduce; 0 off
+    ErrorBudget guard_budget;         // guard_budget: allowed error; none: the codec's bound
+    std::string tune_file;            // tune_file: tuning file (tune_file.h); "" none
 
     std::string canonical() const;    // "enable=1 codec=... min_bytes=..." in table order
     uint64_t hash() const;            // FNV-1a of canonical()

@@ -82,6 +82,13 @@ std::vector<ConfigKey> make_table() {
             "error feedback for lossy codecs; default: the codec's choice"),
         row("verify", &CommConfig::verify, kBool, all,
             "also compute every call with the MPI library and record the difference"),
+        row("guard", &CommConfig::guard, kGuard, all,
+            "with a lossy codec, check every n-th allreduce against the exact result and switch "
+            "to lossless when the error exceeds the allowed one; 0 off"),
+        row("guard_budget", &CommConfig::guard_budget, Budget{}, all,
+            "the error the guard allows; off: the codec's own stated bound"),
+        row("tune_file", &CommConfig::tune_file, Text{"a file name, empty for none"}, all,
+            "tuning file (terse-tune) whose entries override the planner"),
         // Process-wide, from the environment only.
         row("plugin_path", &GlobalConfig::plugin_path, Text{"colon-separated directories"}, env,
             "directories searched for codec plugins before the install directory"),
@@ -121,16 +128,22 @@ std::string value_where(ConfigSource source, std::string_view spelled) {
     }
 }
 
-// Error feedback belongs to the engine, for every codec:
-// "zfp:rate=8,feedback=on" is shorthand for codec=zfp:rate=8 plus
-// feedback=on from the same source, so the setting lives in one field.
-void lift_codec_feedback(CommConfig *cfg) {
+// Error feedback and the guard belong to the engine, for every codec:
+// "zfp:rate=8,feedback=on,guard=100" is shorthand for codec=zfp:rate=8 plus
+// feedback=on and guard=100 from the same source, so each setting lives in
+// one field.
+void lift_codec_engine_keys(CommConfig *cfg) {
     auto &params = cfg->codec.params;
-    auto fb = std::find_if(params.begin(), params.end(),
-                           [](const auto &kv) { return kv.first == "feedback"; });
-    if (fb == params.end()) return;
-    config_value::kFeedback.parse(fb->second, &cfg->feedback, nullptr);  // checked by the grammar
-    params.erase(fb);
+    for (auto kv = params.begin(); kv != params.end();) {
+        // Values checked by the grammar (config_values.cc, parse_codec).
+        if (kv->first == "feedback") config_value::kFeedback.parse(kv->second, &cfg->feedback, nullptr);
+        else if (kv->first == "guard") config_value::kGuard.parse(kv->second, &cfg->guard, nullptr);
+        else {
+            ++kv;
+            continue;
+        }
+        kv = params.erase(kv);
+    }
 }
 
 Status not_here(ConfigSource source, const ConfigKey &key, std::string_view spelled,
@@ -212,7 +225,7 @@ Status config_key_apply(ConfigSource source, std::string_view spelled, std::stri
                          where.empty() ? value_where(source, spelled).c_str() : where.c_str(),
                          quote(text).c_str(), key->name.c_str(), why.empty() ? "" : ": ",
                          why.c_str(), key->accepted.c_str());
-    if (key->scope == KeyScope::Comm) lift_codec_feedback(comm);
+    if (key->scope == KeyScope::Comm) lift_codec_engine_keys(comm);
     return TERSE_OK;
 }
 

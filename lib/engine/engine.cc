@@ -7,6 +7,7 @@
 #include "engine/error_feedback.h"
 #include "engine/ports.h"
 #include "engine/planner.h"
+#include "engine/tune_plan.h"
 #include "engine/reduce_kernels.h"
 #include "transport/ucx_transport.h"
 
@@ -144,6 +145,7 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
     const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
     size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
     Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
+    if (env.tuned) plan_apply_tuning(*env.tuned, env, args, max_chunk, &plan);
     OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
     if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
     OpBase *built = nullptr;

@@ -19,6 +19,9 @@
 //   reduce_kernels.h/.cc   element-wise reductions (lossless fast path, raw frames)
 //   error_feedback.h/.cc   residuals carried between calls
 //   verify.h/.cc           TERSE_VERIFY
+//   tune_plan.h/.cc        a tuning file entry applied to the planner's plan
+//   guard.h/.cc            the error guard (guard=): verify every K-th lossy
+//                          call, switch to lossless beyond the allowed error
 //   stats.h/.cc            per-communicator counters
 //   ports.h                messages and the MPI control plane seen as two small
 //                          interfaces without UCX or MPI types (implemented in
@@ -61,6 +64,8 @@ namespace terse {
 
 class CodecInstance;  // codec/registry.h
 class FeedbackStore;  // engine/error_feedback.h
+struct GuardState;    // engine/guard.h
+struct TuneEntry;     // config/tune_file.h
 class OpMemory;       // engine/op_memory.h
 class OpMemoryPool;   // engine/op_memory.h
 struct Stats;         // engine/stats.h
@@ -78,6 +83,10 @@ struct EngineEnv {
     bool feedback = false;
     FeedbackStore *residuals = nullptr;  // non-null when feedback is on
     Stats *stats = nullptr;
+    // The communicator's error guard (guard=); null or every == 0: off.
+    GuardState *guard = nullptr;
+    // The tuning file's entry for this call (tune_file=), or null.
+    const TuneEntry *tuned = nullptr;
     Link *link = nullptr;
     Control *control = nullptr;
     // Where operations live (op_memory.h): the communicator's pool, so that

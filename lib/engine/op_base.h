@@ -16,6 +16,7 @@
 #include "engine/stats.h"
 #include "engine/op_memory.h"
 #include "engine/verify.h"
+#include "engine/guard.h"
 #include "util/status.h"
 
 #include <terse/codec.h>
@@ -75,7 +76,9 @@ public:
     std::pmr::memory_resource *memory() const { return mem_; }
 
     Status progress(bool *done) final;
-    bool waits_on_control() const final { return stage_ == Stage::Agree || stage_ == Stage::Close; }
+    bool waits_on_control() const final {
+        return stage_ == Stage::Agree || stage_ == Stage::Check || stage_ == Stage::Close;
+    }
 
     // Send accounting (the ring stream calls it for every frame it sends).
     void note_send(const uint8_t *frame, size_t len);
@@ -213,8 +216,15 @@ private:
     Status setup_feedback();
     Status start_stats_agreement();
     void apply_agreement();
+    bool guard_due();
+    Status start_guard();
+    Status post_close();
+    void guard_judge();
+    void guard_trip();
 
-    enum class Stage { Agree, Body, Close, Finish, Done } stage_ = Stage::Agree;
+    // Check: a guarded call waits for the exact result before the closing
+    // agreement, which then carries its verdict.
+    enum class Stage { Agree, Body, Check, Close, Finish, Done } stage_ = Stage::Agree;
 
     Injection inject_;
     bool poisoned_ = false;
@@ -231,11 +241,16 @@ private:
     OpVector<double> agreed_;
     OpVector<size_t> agreed_off_;
     ControlRequest agree_req_;
-    // Closing agreement on the outcome (see progress()).
-    double close_flag_ = 0;
+    // Closing agreement on the outcome (see progress()): the failed rank + 1
+    // (or 0) and, on a guarded call, whether the error exceeded its allowance.
+    double close_flag_[2] = {0, 0};
     ControlRequest close_req_;
 
     std::optional<Verifier> verifier_;
+    // The error guard, on the calls it checks (guard.h).
+    std::optional<GuardCheck> guard_check_;
+    uint64_t guard_call_ = 0;               // this call's number among the lossy allreduces
+    double guard_measured_ = 0, guard_allowed_ = 0;
 
     double t_start_ = 0;
     uint64_t wire_ = 0, wire_raw_ = 0, raw_chunks_ = 0;

@@ -31,13 +31,24 @@ void capture_input(const CommState *st, const CollArgs &a) {
     if (cs != TERSE_OK) TERSE_LOG_WARN("capture: %s", last_error());
 }
 
+// Bytes of the call's data, as the tuning file's ranges count them.
+size_t call_bytes(const CommState *st, const CollArgs &a) {
+    const size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(st->size) : a.count;
+    return elems * dtype_size(a.dtype);
+}
+
 }  // namespace
 
 bool collective_eligible(const CommState *st, const CollArgs &a) {
     if (!st) return false;
-    const terse_codec_descriptor_t *desc = st->codec_params ? st->codec_params->plugin()->desc : nullptr;
-    const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && st->codec[a.dtype];
-    return engine_eligible(st->config, st->size, desc, instance, a);
+    const CodecParams *params = comm_state_active_params(st);
+    const terse_codec_descriptor_t *desc = params ? params->plugin()->desc : nullptr;
+    const auto &instances = st->guard.tripped ? st->lossless : st->codec;
+    const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && instances[a.dtype];
+    if (!engine_eligible(st->config, st->size, desc, instance, a)) return false;
+    // A tuning file entry @mpi gives the call to the MPI library.
+    const TuneEntry *tuned = comm_state_tuned(st, a.kind, call_bytes(st, a));
+    return !(tuned && tuned->schedule == TuneSchedule::Mpi);
 }
 
 void collective_passed(CommState *st) {
@@ -50,8 +61,10 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     capture_input(st, args);
     if (!st->ready)
         return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
+    const TuneEntry *tuned = comm_state_tuned(st, args.kind, call_bytes(st, args));
+    const bool lossless = tuned && tuned->codec == TuneCodec::None;
     CodecInstance *ci = nullptr;
-    Status s = comm_state_codec(st, args.dtype, &ci);
+    Status s = comm_state_codec(st, args.dtype, lossless, &ci);
     if (s != TERSE_OK) return s;
     EngineEnv env;
     env.rank = st->rank;
@@ -60,8 +73,12 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.seq = st->seq++;
     env.verify = st->config.verify;
     env.codec = ci;
-    env.feedback = st->feedback;
-    if (st->feedback) {
+    env.tuned = tuned;
+    // A lossless call has no error to feed back.
+    const bool feedback = st->feedback && !st->guard.tripped && !lossless;
+    env.feedback = feedback;
+    env.guard = &st->guard;
+    if (feedback) {
         if (!st->residuals) {
             try {
                 st->residuals = std::make_unique<FeedbackStore>();
@@ -89,8 +106,7 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.memory = st->op_memory.get();
     env.stats = &st->stats;
     env.set_comm_name(st->name);
-    size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
-    st->stats.count_intercepted(elems * dtype_size(args.dtype));
+    st->stats.count_intercepted(call_bytes(st, args));
     return engine_start(env, st->config, args, prio, op);
 }
 

@@ -77,14 +77,10 @@ namespace {
 // Local half of comm_state_ready: parse the codec and create its instances
 // for every datatype it supports.  Anything that can fail locally fails
 // here, before the agreement, so that all ranks learn of it together.
-Status prepare_codec(CommState *st) {
-    st->codec_params.reset();
-    for (auto &c : st->codec) c.reset();
-    if (!st->config.enable) return TERSE_OK;
-    Registry &reg = Registry::instance();
-    Status s = reg.parse_params(st->config.codec, &st->codec_params);
-    if (s != TERSE_OK) return s;
-    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+// Instances of params for every datatype its codec supports.
+Status create_instances(const CommState *st, const CodecParams &params,
+                        std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> *out) {
+    const terse_codec_descriptor_t *d = params.plugin()->desc;
     for (int dt = 1; dt < TERSE_DTYPE_MAX_; ++dt) {
         if (!(d->dtypes & TERSE_DTYPE_BIT(dt))) continue;
         size_t esize = dtype_size(static_cast<terse_dtype_t>(dt));
@@ -94,9 +90,86 @@ Status prepare_codec(CommState *st) {
         setup.mem_kind = TERSE_MEM_HOST;
         setup.nranks = st->size;
         setup.max_chunk_count = (st->config.chunk_bytes + esize - 1) / esize;
-        s = reg.create(*st->codec_params, setup, &st->codec[dt]);
+        Status s = Registry::instance().create(params, setup, &(*out)[dt]);
         if (s != TERSE_OK) return s;
     }
+    return TERSE_OK;
+}
+
+// The lossless codec ("none") a lossy communicator may switch to, for
+// `who` (in messages).
+Status prepare_lossless(CommState *st, const char *who) {
+    if (st->lossless_params) return TERSE_OK;
+    CodecSpec none;
+    none.name = "none";
+    Status s = Registry::instance().parse_params(none, &st->lossless_params);
+    if (s == TERSE_OK) s = create_instances(st, *st->lossless_params, &st->lossless);
+    if (s != TERSE_OK) {
+        const std::string why = last_error();
+        return set_error(s, "communicator %s: %s needs the lossless codec 'none': %s", st->describe().c_str(), who,
+                         why.c_str());
+    }
+    return TERSE_OK;
+}
+
+// The error guard of a lossy codec: it needs something to hold the codec
+// to, and the lossless codec to switch to, ready before the first call.
+Status prepare_guard(CommState *st) {
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    if (st->config.guard == 0 || (d->flags & TERSE_CODEC_FLAG_LOSSLESS)) return TERSE_OK;
+    if (!GuardState::decidable(st->config.guard_budget, d, st->codec_params->get(), st->size))
+        return set_error(TERSE_ERR_INVALID,
+                         "communicator %s: guard=%u with codec '%s', which states no error bound, needs "
+                         "guard_budget (accepted: abs:<bound> or rel:<fraction>, e.g. TERSE_GUARD_BUDGET=rel:1e-3)",
+                         st->describe().c_str(), st->config.guard, d->name);
+    Status s = prepare_lossless(st, "the error guard");
+    if (s != TERSE_OK) return s;
+    st->guard.every = st->config.guard;
+    st->guard.budget = st->config.guard_budget;
+    st->guard.desc = d;
+    st->guard.params = st->codec_params->get();
+    return TERSE_OK;
+}
+
+// The tuning file: loaded, and checked against the codec it will run.
+Status prepare_tuning(CommState *st) {
+    if (st->config.tune_file.empty()) return TERSE_OK;
+    auto table = std::make_unique<TuneTable>();
+    Status s = table->load(st->config.tune_file);
+    if (s != TERSE_OK) return s;
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    const bool lossy = !(d->flags & TERSE_CODEC_FLAG_LOSSLESS);
+    for (const TuneEntry &e : table->entries()) {
+        const bool flat = e.schedule == TuneSchedule::Ring || e.schedule == TuneSchedule::RecursiveDoubling;
+        if (flat && e.codec == TuneCodec::Configured && e.coll == TuneColl::Allreduce &&
+            d->mode == TERSE_REDUCE_GATHER)
+            return set_error(TERSE_ERR_INVALID,
+                             "tuning file %s:%d: @%s cannot run codec '%s', whose payloads cannot be summed "
+                             "(accepted for it: @gather, @mpi, or codec=none)",
+                             table->origin().c_str(), e.line, tune_schedule_name(e.schedule), d->name);
+        if (e.codec == TuneCodec::None && lossy && (s = prepare_lossless(st, "the tuning file")) != TERSE_OK)
+            return s;
+    }
+    st->tune = std::move(table);
+    return TERSE_OK;
+}
+
+Status prepare_codec(CommState *st) {
+    st->codec_params.reset();
+    for (auto &c : st->codec) c.reset();
+    st->lossless_params.reset();
+    for (auto &c : st->lossless) c.reset();
+    st->guard = GuardState{};
+    st->tune.reset();
+    if (!st->config.enable) return TERSE_OK;
+    Registry &reg = Registry::instance();
+    Status s = reg.parse_params(st->config.codec, &st->codec_params);
+    if (s != TERSE_OK) return s;
+    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    s = create_instances(st, *st->codec_params, &st->codec);
+    if (s == TERSE_OK) s = prepare_guard(st);
+    if (s == TERSE_OK) s = prepare_tuning(st);
+    if (s != TERSE_OK) return s;
     bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
     if (lossless)
         st->feedback = false;
@@ -187,14 +260,19 @@ Status comm_state_ready(CommState *st) {
     // {h, ~h}: all hashes are equal iff the two ORs share no bit.  The same
     // call carries the local error flag and, for a new context, the masks of
     // context ids in use.
+    // The tuning file's entries agree the same way: the same path may hold
+    // different files on different nodes.
     uint64_t h = st->config.hash();
-    std::vector<uint64_t> in(3 + kCtxMaskWords, 0), out(in.size());
+    const uint64_t th = st->tune ? st->tune->hash() : 0;
+    std::vector<uint64_t> in(5 + kCtxMaskWords, 0), out(in.size());
     in[0] = h;
     in[1] = ~h;
     in[2] = local != TERSE_OK ? 1u : 0u;
+    in[3] = th;
+    in[4] = ~th;
     bool need_id = st->ctx_id == 0;
-    if (need_id) runtime_ctx_used(&in[3]);
-    int n = need_id ? static_cast<int>(in.size()) : 3;
+    if (need_id) runtime_ctx_used(&in[5]);
+    int n = need_id ? static_cast<int>(in.size()) : 5;
     if (PMPI_Allreduce(in.data(), out.data(), n, MPI_UINT64_T, MPI_BOR, st->comm) != MPI_SUCCESS)
         return set_error(TERSE_ERR_MPI, "agreement on communicator %s failed in PMPI_Allreduce",
                          st->describe().c_str());
@@ -210,8 +288,13 @@ Status comm_state_ready(CommState *st) {
                          "ranks of communicator %s disagree on its terse configuration: %s",
                          st->describe().c_str(), why.c_str());
     }
+    if ((out[3] & out[4]) != 0)
+        return set_error(TERSE_ERR_MISMATCH,
+                         "ranks of communicator %s disagree on the tuning file %s: its entries differ between "
+                         "ranks (give every rank the same file)",
+                         st->describe().c_str(), st->config.tune_file.c_str());
     if (need_id) {
-        Status s = agree_ctx_id(st, &out[3]);
+        Status s = agree_ctx_id(st, &out[5]);
         if (s != TERSE_OK) return s;
     }
     st->seq = 0;
@@ -222,13 +305,27 @@ Status comm_state_ready(CommState *st) {
     return TERSE_OK;
 }
 
-Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out) {
-    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !st->codec[dtype]) {
+const CodecParams *comm_state_active_params(const CommState *st) {
+    return st->guard.tripped ? st->lossless_params.get() : st->codec_params.get();
+}
+
+const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes) {
+    if (!st->tune) return nullptr;
+    const TuneColl c = kind == CollKind::Allreduce ? TuneColl::Allreduce
+                       : kind == CollKind::ReduceScatterBlock ? TuneColl::ReduceScatter
+                                                              : TuneColl::Allgather;
+    return st->tune->lookup(c, st->size, bytes);
+}
+
+Status comm_state_codec(CommState *st, terse_dtype_t dtype, bool lossless, CodecInstance **out) {
+    lossless = (lossless || st->guard.tripped) && st->lossless_params;
+    auto &instances = lossless ? st->lossless : st->codec;
+    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !instances[dtype]) {
         *out = nullptr;
         return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' has no instance for datatype %d",
-                         st->config.codec.name.c_str(), static_cast<int>(dtype));
+                         lossless ? "none" : st->config.codec.name.c_str(), static_cast<int>(dtype));
     }
-    *out = st->codec[dtype].get();
+    *out = instances[dtype].get();
     return TERSE_OK;
 }
 

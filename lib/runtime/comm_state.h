@@ -23,7 +23,10 @@
 #pragma once
 
 #include "config/config.h"
+#include "config/tune_file.h"
 #include "codec/registry.h"
+#include "engine/coll_args.h"
+#include "engine/guard.h"
 #include "engine/op_memory.h"
 #include "engine/ports.h"
 #include "engine/stats.h"
@@ -78,6 +81,12 @@ public:
     std::unique_ptr<CodecParams> codec_params;
     std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> codec;  // by dtype, created lazily (collectively consistent)
     std::unique_ptr<FeedbackStore> residuals;
+    // The lossless codec ("none") a lossy communicator may switch to: made
+    // at agreement when the error guard is on, by dtype like codec.
+    std::unique_ptr<CodecParams> lossless_params;
+    std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> lossless;
+    GuardState guard;                // guard=: reset at each agreement
+    std::unique_ptr<TuneTable> tune; // tune_file's entries, loaded at agreement (null: none)
 
     Stats stats;
     uint64_t call_index = 0;         // intercepted + passed, for capture sampling
@@ -115,8 +124,13 @@ CommState *comm_state_find(MPI_Comm comm);
 // Collective agreement + instantiation (see above).  On disagreement every
 // rank gets TERSE_ERR_MISMATCH with a message naming the differing setting.
 Status comm_state_ready(CommState *st);
-// Codec instance for dtype, created on first use (called in the same
-// collective on every rank, so creation is consistent).
-Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out);
+// The tuning file's entry for this call on st, or nullptr.
+const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes);
+// The codec st's calls run with now: the configured one, or the lossless
+// one once the error guard switched st (the same on every rank).
+const CodecParams *comm_state_active_params(const CommState *st);
+// The instance for dtype (made at agreement) of the active codec, or of the
+// lossless one when lossless is set; an error if it has none.
+Status comm_state_codec(CommState *st, terse_dtype_t dtype, bool lossless, CodecInstance **out);
 
 }  // namespace terse

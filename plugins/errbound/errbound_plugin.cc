@@ -10,6 +10,19 @@
 namespace terse_errbound {
 namespace {
 
+// The stated bound B at the call's statistics: rel is a fraction of each
+// chunk's value range, which the call's range bounds; norm a fraction of a
+// chunk's L2 norm over sqrt(count), which the largest |x| bounds.
+double error_bound(const void *params, terse_dtype_t, size_t, int, double max_abs, double range) {
+    const Params &p = *static_cast<const Params *>(params);
+    switch (p.mode) {
+    case kAbs: return p.bound;
+    case kRel: return p.bound * range;
+    case kNorm: return p.bound * max_abs;
+    }
+    return -1;
+}
+
 terse_codec_descriptor_t make_descriptor() {
     terse_codec_descriptor_t d = {};
     d.abi_version = TERSE_CODEC_ABI_VERSION;
@@ -23,6 +36,7 @@ terse_codec_descriptor_t make_descriptor() {
     d.flags = TERSE_CODEC_FLAG_ERROR_BOUND;
     d.mode = TERSE_REDUCE_SUMMABLE;
     terse_codec::set_forwarding_callbacks<Params, Instance>(d);
+    d.error_bound = error_bound;
     return d;
 }
 

@@ -342,6 +342,7 @@ const terse_codec_descriptor_t kDescriptor = {
     zfp_encode,
     zfp_decode,
     nullptr,
+    nullptr,  // error_bound: none stated (terse_codec_zfp(7))
     {},
 };
 
