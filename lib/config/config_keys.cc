@@ -28,15 +28,16 @@ const config_value::Choice<Algorithm> kAlgorithm{{{"auto", Algorithm::Auto},
 
 // TERSE_NODE_KEY: a name for this rank's node, compared as text across the
 // ranks of a communicator (runtime/node_layout.cc); a hostname, a rack slot
-// or a number all fit, so its characters are those of host names.
+// or a number all fit, so its characters are those of host names.  Empty
+// (the default) leaves the nodes to the MPI library's shared-memory split.
 struct NodeKey {
     using type = std::string;
     static constexpr bool verbatim = false;
     static constexpr size_t kMaxLength = 64;
 
     bool parse(std::string_view text, std::string *out, std::string *why) const {
-        if (text.empty() || text.size() > kMaxLength) {
-            *why = "expected 1 to " + std::to_string(kMaxLength) + " characters";
+        if (text.size() > kMaxLength) {
+            *why = "expected at most " + std::to_string(kMaxLength) + " characters";
             return false;
         }
         for (char c : text) {
@@ -52,9 +53,10 @@ struct NodeKey {
     }
     std::string format(const std::string &v) const { return v; }
     std::string accepted(const std::string &) const {
-        return "1 to 64 of the characters A-Z a-z 0-9 . _ - : (ranks with the same key share a node)";
+        return "up to 64 of the characters A-Z a-z 0-9 . _ - : (ranks with the same key share a node; "
+               "empty: the MPI library's shared-memory split)";
     }
-    std::vector<std::string> refused() const { return {"", "node 1", "a/b"}; }
+    std::vector<std::string> refused() const { return {"node 1", "a/b", std::string(kMaxLength + 1, 'n')}; }
 };
 
 // One row: binds a name to a field of CommConfig (per communicator) or
