@@ -518,9 +518,10 @@ TEST(Environment, VariableList) {
     for (const char *n : {"TERSE_ENABLE", "TERSE_CODEC", "TERSE_MIN_BYTES", "TERSE_CHUNK_BYTES",
                           "TERSE_PIPELINE_DEPTH", "TERSE_ALGORITHM", "TERSE_FEEDBACK",
                           "TERSE_VERIFY", "TERSE_GUARD", "TERSE_GUARD_BUDGET", "TERSE_TUNE_FILE", "TERSE_PLUGIN_PATH",
-                          "TERSE_CONFIG", "TERSE_STATS", "TERSE_LOG", "TERSE_CAPTURE", "TERSE_CAPTURE_INTERVAL"})
+                          "TERSE_CONFIG", "TERSE_STATS", "TERSE_LOG", "TERSE_CAPTURE", "TERSE_CAPTURE_INTERVAL",
+                          "TERSE_NODE_KEY"})
         EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
-    EXPECT_EQ(v.size(), 17u);
+    EXPECT_EQ(v.size(), 18u);
 }
 
 // --------------------------------------------------------------------- config file

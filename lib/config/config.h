@@ -30,7 +30,7 @@ struct CodecSpec {
     std::string text() const;  // canonical "name:k=v,k=v" (params sorted by key)
 };
 
-enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather };
+enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather, TwoLevel };
 const char *algorithm_name(Algorithm a);
 
 // The error a user allows a lossy codec (the guard's budget): none, an
@@ -70,6 +70,7 @@ struct GlobalConfig {
     std::string log_level = "warn";   // TERSE_LOG
     std::string capture_prefix;       // TERSE_CAPTURE
     unsigned capture_interval = 1;    // TERSE_CAPTURE_INTERVAL
+    std::string node_key;             // TERSE_NODE_KEY: this rank's node; empty = shared memory decides
 };
 
 // One key of CommConfig as a config file spells it ("codec", "min_bytes"...).

@@ -23,7 +23,41 @@ constexpr size_t kTiB = size_t(1) << 40;
 const config_value::Choice<Algorithm> kAlgorithm{{{"auto", Algorithm::Auto},
                                                    {"ring", Algorithm::Ring},
                                                    {"recursive_doubling", Algorithm::RecursiveDoubling},
-                                                   {"gather", Algorithm::Gather}}};
+                                                   {"gather", Algorithm::Gather},
+                                                   {"two_level", Algorithm::TwoLevel}}};
+
+// TERSE_NODE_KEY: a name for this rank's node, compared as text across the
+// ranks of a communicator (runtime/node_layout.cc); a hostname, a rack slot
+// or a number all fit, so its characters are those of host names.  Empty
+// (the default) leaves the nodes to the MPI library's shared-memory split.
+struct NodeKey {
+    using type = std::string;
+    static constexpr bool verbatim = false;
+    static constexpr size_t kMaxLength = 64;
+
+    bool parse(std::string_view text, std::string *out, std::string *why) const {
+        if (text.size() > kMaxLength) {
+            *why = "expected at most " + std::to_string(kMaxLength) + " characters";
+            return false;
+        }
+        for (char c : text) {
+            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                            c == '.' || c == '_' || c == '-' || c == ':';
+            if (!ok) {
+                *why = std::string("character '") + c + "' is not allowed";
+                return false;
+            }
+        }
+        *out = std::string(text);
+        return true;
+    }
+    std::string format(const std::string &v) const { return v; }
+    std::string accepted(const std::string &) const {
+        return "up to 64 of the characters A-Z a-z 0-9 . _ - : (ranks with the same key share a node; "
+               "empty: the MPI library's shared-memory split)";
+    }
+    std::vector<std::string> refused() const { return {"node 1", "a/b", std::string(kMaxLength + 1, 'n')}; }
+};
 
 // One row: binds a name to a field of CommConfig (per communicator) or
 // GlobalConfig (process-wide) and to the kind of value it holds.  The
@@ -77,7 +111,8 @@ std::vector<ConfigKey> make_table() {
         row("pipeline_depth", &CommConfig::pipeline_depth, Integer<int>{1, 64}, all,
             "chunks in flight per peer"),
         row("algorithm", &CommConfig::algorithm, kAlgorithm, all,
-            "the schedule: auto lets the planner choose"),
+            "the schedule: auto lets the planner choose; two_level: the MPI library inside a node, "
+            "the codec between nodes"),
         row("feedback", &CommConfig::feedback, kFeedback, all,
             "error feedback for lossy codecs; default: the codec's choice"),
         row("verify", &CommConfig::verify, kBool, all,
@@ -110,6 +145,8 @@ std::vector<ConfigKey> make_table() {
             "record the inputs of intercepted allreduces to HDF5 files prefix.rankR.h5"),
         row("capture_interval", &GlobalConfig::capture_interval, Integer<unsigned>{1, UINT_MAX}, env,
             "with capture, record every n-th call of each communicator"),
+        row("node_key", &GlobalConfig::node_key, NodeKey{}, env,
+            "this rank's node for algorithm=two_level, instead of the MPI library's shared-memory split"),
     };
 }
 

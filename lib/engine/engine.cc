@@ -71,6 +71,11 @@ Injection engine_take_injection() {
     return in;
 }
 
+void engine_put_injection(const Injection &in) {
+    const unsigned v = in.where == Injection::None ? 0u : unsigned(in.where) | unsigned(in.which) << 8;
+    g_inject.store(v, std::memory_order_relaxed);
+}
+
 namespace {
 int arm_injection(const char *spec) {
     if (!spec || !*spec) {
@@ -148,6 +153,20 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
     if (env.tuned) plan_apply_tuning(*env.tuned, env, args, max_chunk, &plan);
     OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
     if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
+    if (plan.schedule == Schedule::TwoLevel) {
+        Operation *two = nullptr;
+        Status s = TERSE_OK;
+        try {
+            s = make_two_level_op(mem, env, args, &two);
+        } catch (const std::bad_alloc &) {
+            s = set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
+        }
+        OpHandle op(two, OpDeleter{env.memory, mem});
+        if (s != TERSE_OK) return s;
+        op->priority = prio;
+        *out = std::move(op);
+        return TERSE_OK;
+    }
     OpBase *built = nullptr;
     try {
         switch (plan.schedule) {
@@ -155,6 +174,7 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
         case Schedule::Ring: built = make_ring_op(mem, env, args, plan); break;
         case Schedule::RecursiveDoubling: built = make_recursive_doubling_op(mem, env, args, plan); break;
         case Schedule::Gather: built = make_gather_op(mem, env, args, plan); break;
+        case Schedule::TwoLevel: break;  // built above
         }
     } catch (const std::bad_alloc &) {
         OpDeleter{env.memory, mem}(nullptr);

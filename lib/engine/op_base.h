@@ -39,6 +39,12 @@ OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, con
 OpBase *make_recursive_doubling_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
                                    const Plan &plan);
 OpBase *make_trivial_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
+// The two-level schedule (schedules/two_level.cc) is no OpBase: it runs the
+// MPI library's collectives and a flat operation on its rail.  Built and
+// started in mem; *out is set whenever it was constructed, also when the
+// start failed.
+Status make_two_level_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                         Operation **out);
 
 // Construct an operation of type T in mem; OpDeleter destroys it.
 template <class T>
@@ -59,6 +65,9 @@ struct Injection {
     enum Which : uint8_t { First, Middle, Last } which = First;
 };
 Injection engine_take_injection();
+// Arm `in` again for the next operation this process starts (an operation
+// that runs another hands its injection on).
+void engine_put_injection(const Injection &in);
 
 // A frame about to be sent, or received and handed on.
 struct OutFrame {

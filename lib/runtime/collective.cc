@@ -5,6 +5,7 @@
 #include "engine/error_feedback.h"
 #include "engine/planner.h"
 #include "runtime/engine_ports.h"
+#include "runtime/node_layout.h"
 #include "util/dtype.h"
 #include "util/log.h"
 
@@ -104,6 +105,7 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.link = st->link.get();
     env.control = st->control.get();
     env.memory = st->op_memory.get();
+    env.two_level = st->node_layout ? st->node_layout->env() : nullptr;
     env.stats = &st->stats;
     env.set_comm_name(st->name);
     st->stats.count_intercepted(call_bytes(st, args));

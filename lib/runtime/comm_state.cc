@@ -3,6 +3,7 @@
 #include "runtime/comm_state.h"
 
 #include "engine/error_feedback.h"
+#include "runtime/node_layout.h"
 #include "runtime/runtime_internal.h"
 #include "util/dtype.h"
 #include "util/log.h"
@@ -296,6 +297,17 @@ Status comm_state_ready(CommState *st) {
     if (need_id) {
         Status s = agree_ctx_id(st, &out[5]);
         if (s != TERSE_OK) return s;
+    }
+    // The configuration is agreed, so every rank takes this branch alike.
+    if (st->config.enable && st->config.algorithm == Algorithm::TwoLevel) {
+        if (!st->node_layout) {
+            Status s = NodeLayout::make(st->comm, runtime_global().node_key, st->describe(), &st->node_layout);
+            if (s != TERSE_OK) return s;
+            TERSE_LOG_DEBUG("communicator '%s': %s", st->name.c_str(), st->node_layout->describe().c_str());
+        }
+        st->node_layout->set_config(st->config);
+    } else {
+        st->node_layout.reset();
     }
     st->seq = 0;
     st->ready = true;

@@ -45,6 +45,7 @@
 namespace terse {
 
 class FeedbackStore;  // error_feedback.h
+class NodeLayout;     // node_layout.h
 
 // Cache-line aligned: the counters of two communicators used by two
 // threads must not share a line.
@@ -97,6 +98,10 @@ public:
     std::unique_ptr<Link> link;
     std::unique_ptr<Control> control;
     std::unique_ptr<OpMemoryPool> op_memory;
+    // algorithm=two_level: the nodes and the node and rail communicators,
+    // made by comm_state_ready() (collective) and kept while the agreed
+    // configuration asks for it.
+    std::unique_ptr<NodeLayout> node_layout;
 
     // Attach to comm: ranks, world ranks, name, then reresolve().
     void bind(MPI_Comm comm);
