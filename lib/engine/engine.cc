@@ -105,7 +105,8 @@ int arm_injection(const char *spec) {
 namespace {
 
 // Nothing to exchange: count 0, or a communicator of one rank (the result
-// is the input; in place there is nothing to do).
+// is the input, at the rank's displacement for Allgatherv; in place there
+// is nothing to do).
 class TrivialOp final : public OpBase {
 public:
     using OpBase::OpBase;
@@ -113,7 +114,8 @@ public:
 protected:
     Status body(bool *done) override {
         size_t bytes = args_.count * esize_;
-        if (bytes && args_.sendbuf != args_.recvbuf) std::memcpy(args_.recvbuf, args_.sendbuf, bytes);
+        void *dst = args_.kind == CollKind::Allgatherv ? elem(args_.recvbuf, args_.displs[r_]) : args_.recvbuf;
+        if (bytes && args_.sendbuf != dst) std::memcpy(dst, args_.sendbuf, bytes);
         *done = true;
         return TERSE_OK;
     }

@@ -83,6 +83,8 @@ struct EngineEnv {
     bool feedback = false;
     FeedbackStore *residuals = nullptr;  // non-null when feedback is on
     Stats *stats = nullptr;
+    // Where the operation's statistics count (per kind: blocking or not).
+    terse_coll_kind_t stats_kind = TERSE_KIND_ALLREDUCE;
     // The communicator's error guard (guard=); null or every == 0: off.
     GuardState *guard = nullptr;
     // The tuning file's entry for this call (tune_file=), or null.

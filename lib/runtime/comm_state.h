@@ -45,6 +45,7 @@
 namespace terse {
 
 class FeedbackStore;  // error_feedback.h
+struct NbQueue;       // runtime/nonblocking.h
 
 // Cache-line aligned: the counters of two communicators used by two
 // threads must not share a line.
@@ -97,6 +98,9 @@ public:
     std::unique_ptr<Link> link;
     std::unique_ptr<Control> control;
     std::unique_ptr<OpMemoryPool> op_memory;
+    // Its non-blocking operations, made at the first one
+    // (runtime/nonblocking.h); drained before the state goes.
+    std::unique_ptr<NbQueue> nb;
 
     // Attach to comm: ranks, world ranks, name, then reresolve().
     void bind(MPI_Comm comm);

@@ -9,6 +9,7 @@
 #include "util/log.h"
 #include "util/scratch.h"
 #include "runtime/comm_table.h"
+#include "runtime/nonblocking.h"
 #include "runtime/pass_through.h"
 #include "runtime/runtime_internal.h"
 #include "runtime/transport_mpi.h"
@@ -208,6 +209,7 @@ Status runtime_init(int provided) {
     TransportParams tp;
     tp.oob = &*g_rt.oob;
     tp.thread_multiple = provided == MPI_THREAD_MULTIPLE;
+    tp.want_thread_safe = true;  // for the progress thread of non-blocking calls
     tp.cores_oversubscribed = node_cores_oversubscribed();
     tp.describe_tag = describe_tag;
     s = Transport::init(tp);
@@ -225,6 +227,10 @@ Status runtime_init(int provided) {
 }
 
 void runtime_finalize() {
+    if (!runtime_active()) return;
+    // Operations still in flight complete first (they need the states and
+    // the transport).
+    nb_finalize();
     if (!g_rt.active.exchange(false)) return;
     const size_t floor = pass_floor();
     pass_close();

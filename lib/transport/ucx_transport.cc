@@ -223,7 +223,7 @@ struct Transport::Impl {
         if (context) ucp_cleanup(context);
     }
 
-    Status open(bool thread_multiple);
+    Status open(bool thread_multiple, bool want_thread_safe);
     Status exchange_addresses(Status local);
     Status connect(int peer, ucp_ep_h *ep);
     void close_endpoints(bool collective);
@@ -249,8 +249,8 @@ Transport::Impl *g_impl = nullptr;
 
 // ---------------------------------------------------------------- setup
 
-Status Transport::Impl::open(bool thread_multiple) {
-    multi = thread_multiple;
+Status Transport::Impl::open(bool thread_multiple, bool want_thread_safe) {
+    multi = thread_multiple || want_thread_safe;
 
     ucp_config_t *config = nullptr;
     ucs_status_t st = ucp_config_read("TERSE", nullptr, &config);
@@ -311,7 +311,12 @@ Status Transport::Impl::open(bool thread_multiple) {
         ucp_worker_attr_t attr = {};
         attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
         st = ucp_worker_query(worker, &attr);
-        if (st != UCS_OK || attr.thread_mode != UCS_THREAD_MODE_MULTI)
+        if ((st != UCS_OK || attr.thread_mode != UCS_THREAD_MODE_MULTI) && !thread_multiple) {
+            // Only wanted: the worker as UCX made it, used by one thread at
+            // a time.
+            TERSE_LOG_DEBUG("transport: UCX gives no multi-threaded worker; no progress thread");
+            multi = false;
+        } else if (st != UCS_OK || attr.thread_mode != UCS_THREAD_MODE_MULTI)
             return set_error(TERSE_ERR_UNSUPPORTED,
                              "terse transport: MPI_THREAD_MULTIPLE requested but this UCX library does not "
                              "provide a multi-threaded worker (built without thread support?)");
@@ -551,10 +556,12 @@ Transport::~Transport() = default;
 
 Transport *Transport::get() { return g_transport; }
 
+bool Transport::thread_safe() const { return impl_->multi; }
+
 Status Transport::init(const TransportParams &params) {
     const bool thread_multiple = params.thread_multiple;
     if (g_transport) {
-        if (g_transport->impl_->multi == thread_multiple) return TERSE_OK;
+        if (g_transport->impl_->multi || !thread_multiple) return TERSE_OK;
         return set_error(TERSE_ERR_INVALID, "terse transport: already initialized with %s thread support",
                          g_transport->impl_->multi ? "multi-threaded" : "serialized");
     }
@@ -575,7 +582,7 @@ Status Transport::init(const TransportParams &params) {
     }
     impl->oversubscribed = params.cores_oversubscribed;
     g_describe_tag = params.describe_tag;
-    local = impl->open(thread_multiple);
+    local = impl->open(thread_multiple, params.want_thread_safe);
     Status st;
     try {
         st = impl->exchange_addresses(local);
@@ -588,7 +595,7 @@ Status Transport::init(const TransportParams &params) {
     if (st != TERSE_OK) return st;  // impl's destructor releases what was opened
 
     TERSE_LOG_DEBUG("transport: UCX ready (%d ranks, %s worker, waits %s, %s, cores %s)", impl->size,
-                    thread_multiple ? "multi-threaded" : "serialized",
+                    impl->multi ? "multi-threaded" : "serialized",
                     impl->wakeup.load() ? "sleep on the event fd" : "nap", impl->eager_only ? "eager only" : "rendezvous as UCX decides",
                     impl->oversubscribed ? "oversubscribed" : "not oversubscribed");
     Transport *t = new (std::nothrow) Transport(std::move(impl));

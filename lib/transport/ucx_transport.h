@@ -82,6 +82,10 @@ struct TransportParams {
     OutOfBand *oob = nullptr;
     // UCS_THREAD_MODE_MULTI for the worker (else SERIALIZED).
     bool thread_multiple = false;
+    // Ask for a MULTI worker anyway, so that a helper thread (the runtime's
+    // progress thread) may drive it; where UCX cannot, the worker is
+    // SERIALIZED and thread_safe() says so.
+    bool want_thread_safe = false;
     // Whether this node runs more ranks than the CPUs they may use, found by
     // whoever starts the transport; cores_oversubscribed() reports it.
     bool cores_oversubscribed = false;
@@ -131,6 +135,9 @@ public:
     // TransportParams said).  Waiters then sleep at once rather than spin
     // first.
     bool cores_oversubscribed() const;
+
+    // Whether any thread may drive the worker at any time (a MULTI worker).
+    bool thread_safe() const;
 
     // Number of endpoints currently open (tests check it stays flat).
     size_t endpoint_count() const;
