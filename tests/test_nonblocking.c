@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 static int rank, size, lossy;
 
@@ -306,6 +308,17 @@ int main(int argc, char **argv) {
     uint64_t wire = st.per_kind[TERSE_KIND_IALLREDUCE].bytes_wire, all = 0;
     PMPI_Allreduce(&wire, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     CHECK(size == 1 || all > 0, "no iallreduce wire bytes counted");
+
+    /* Nothing in flight: terse's progress thread must keep no core busy
+     * (this process uses next to no CPU while the application sleeps). */
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    struct timespec pause = {0, 400 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    getrusage(RUSAGE_SELF, &r1);
+    const double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
+                       (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+    CHECK(cpu < 0.04, "%.3f s of CPU in 0.4 s with nothing in flight: something spins", cpu);
     MPI_Finalize();
     return 0;
 }
