@@ -8,7 +8,9 @@
  * complete in a different order on every rank; blocking calls interleave
  * on the same communicator; an active request is freed; statistics count
  * every kind.  Mode "finalize": MPI_Finalize with operations in flight
- * completes them. */
+ * completes them.  Mode "fail": a failure on one rank (the engine's test
+ * hook) reaches every rank as an error of the completion call, and the
+ * next call works. */
 #include "mpi_check.h"
 
 #include <terse/terse.h>
@@ -19,6 +21,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+
+extern int terse_engine_test_fail_next(const char *where);
 
 static int rank, size, lossy;
 
@@ -228,6 +232,34 @@ int main(int argc, char **argv) {
         }
         MPI_Finalize();
         for (int i = 0; i < 4; ++i) op_check(&ops[i]);
+        return 0;
+    }
+
+    if (strcmp(mode, "fail") == 0) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        const char *where[] = {"start", "rs:middle", "ag:last"};
+        for (int w = 0; w < 3; ++w) {
+            Op o, next;
+            op_make(&o, w == 2 ? AGV : AR, F32, 0, 40000, w);
+            op_make(&next, AR, F32, 0, 40000, 10 + w);
+            if (rank == size - 1) CHECK(terse_engine_test_fail_next(where[w]) == 0, "arming %s", where[w]);
+            op_start(&o);
+            MPI_Request reqs[2];
+            reqs[0] = o.req;
+            op_start(&next);
+            reqs[1] = next.req;
+            MPI_Status st[2];
+            int rc = MPI_Waitall(2, reqs, st);
+            CHECK(size == 1 ? 1 : rc == MPI_ERR_IN_STATUS, "failure at %s: MPI_Waitall returned %d", where[w], rc);
+            CHECK(size == 1 || (st[0].MPI_ERROR != MPI_SUCCESS && st[1].MPI_ERROR == MPI_SUCCESS),
+                  "failure at %s: statuses %d %d", where[w], st[0].MPI_ERROR, st[1].MPI_ERROR);
+            CHECK(reqs[0] == MPI_REQUEST_NULL && reqs[1] == MPI_REQUEST_NULL, "requests left active");
+            free(o.in);
+            free(o.out);
+            free(o.ref);
+            op_check(&next);
+        }
+        MPI_Finalize();
         return 0;
     }
 

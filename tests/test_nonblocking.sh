@@ -4,13 +4,14 @@
 # against PMPI on 1-5 ranks, lossless and quantize:bits=8; every completion
 # call with the MPI library's requests mixed in; many outstanding; freed
 # while active; MPI_Finalize with operations in flight; two threads under
-# MPI_THREAD_MULTIPLE; the per-kind statistics line; Fortran; mpi4py.
+# MPI_THREAD_MULTIPLE; failures reaching every rank; the per-kind
+# statistics line; Fortran; mpi4py.
 . "${srcdir:-.}/mpirun_helpers.sh"
 set -u
 export TERSE_MIN_BYTES=0
 
 echo "== every call and completion call, lossless"
-for np in 1 2 3 4 5; do run_np $np ./test_nonblocking exact || fail "non-blocking np=$np"; done
+for np in 1 2 3 4 5 8; do run_np $np ./test_nonblocking exact || fail "non-blocking np=$np"; done
 
 if have_codec quantize; then
     echo "== quantize:bits=8 within its contract"
@@ -21,6 +22,9 @@ fi
 
 echo "== MPI_Finalize with operations in flight"
 for np in 1 3; do run_np $np ./test_nonblocking finalize || fail "finalize np=$np"; done
+
+echo "== a failure on one rank is an error of the completion call on every rank"
+for np in 2 3; do run_np $np ./test_nonblocking fail || fail "failure np=$np"; done
 
 echo "== two threads, two communicators (MPI_THREAD_MULTIPLE)"
 run_np 3 ./test_nonblocking_threads; rc=$?

@@ -147,9 +147,11 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
 // Progress op (and the transport) until done.
 Status engine_wait(Operation *op);
 
-// Background progress of non-blocking operations (e.g. a future
-// MPI_Iallreduce): registered operations are advanced, highest priority
-// first, by engine_progress_all(), which engine_wait also calls.  One thread
+// Background progress by priority: registered operations are advanced,
+// highest priority first, by engine_progress_all(), which engine_wait also
+// calls.  (The runtime's non-blocking calls keep their own per-communicator
+// queues in issue order, runtime/nonblocking.h; this list is where
+// operations served by priority across communicators belong.)  One thread
 // at a time progresses the list (others return at once); register and
 // unregister take a lock, so they belong in start/completion, not in loops.
 void engine_progress_register(Operation *op);

@@ -144,9 +144,16 @@ void drain_locked(NbQueue *q) {
 }
 
 // A pass over every queue.  Returns how many calls finished; *blocked says
-// whether every running call waits for the MPI control plane.
-unsigned advance_all(bool *blocked) {
-    std::lock_guard<std::mutex> pass(g.pass_mu);
+// whether every running call waits for the MPI control plane.  wait: take
+// the pass lock even when another thread holds it (else skip the pass: an
+// MPI_Test must not wait for the progress thread's encoding).
+unsigned advance_all(bool *blocked, bool wait = true) {
+    std::unique_lock<std::mutex> pass(g.pass_mu, std::defer_lock);
+    if (wait) pass.lock();
+    else if (!pass.try_lock()) {
+        *blocked = false;
+        return 0;
+    }
     unsigned n = 0;
     bool all_wait = true;
     for (NbQueue *q : g.queues) {
@@ -331,7 +338,7 @@ bool nb_pending() { return g.pending.load(std::memory_order_acquire) > 0; }
 void nb_poll() {
     if (!nb_pending()) return;
     bool blocked = false;
-    advance_all(&blocked);
+    advance_all(&blocked, false);
     complete_finished();
     if (g.running.load(std::memory_order_acquire) > 0) kick();
 }
