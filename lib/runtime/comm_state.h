@@ -36,6 +36,7 @@
 #include <terse/codec.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -90,7 +91,9 @@ public:
     std::unique_ptr<TuneTable> tune; // tune_file's entries, loaded at agreement (null: none)
 
     Stats stats;
-    uint64_t call_index = 0;         // intercepted + passed, for capture sampling
+    // Intercepted + passed, for capture sampling; atomic because a queued
+    // non-blocking call starts (and counts) on the progress thread.
+    std::atomic<uint64_t> call_index{0};
 
     // What the engine's operations on this communicator use, made at the
     // first intercepted collective and kept (runtime/collective.cc): the

@@ -281,8 +281,7 @@ NbQueue::~NbQueue() {
 void nb_init(int provided, int (*error_code)(Status)) {
     g.thread_mpi = provided == MPI_THREAD_MULTIPLE;
     g.error_code = error_code;
-    Transport *t = Transport::get();
-    g.use_thread = t && t->thread_safe();
+    g.use_thread = Transport::get() != nullptr;
     g.stop = false;
 }
 
@@ -318,7 +317,12 @@ Status nb_start(CommState *st, const CollArgs &args, const char *call, MPI_Reque
         std::lock_guard<std::mutex> lk(g.mu);
         g.calls.push_back(c);
         g.pending.store(int(g.calls.size()), std::memory_order_release);
-        if (g.use_thread && !g.thread.joinable()) g.thread = std::thread(progress_thread);
+        if (g.use_thread && !g.thread.joinable()) {
+            // The first non-blocking call: from now on two threads drive
+            // the transport (blocking-only programs never pay its lock).
+            Transport::get()->share_worker();
+            g.thread = std::thread(progress_thread);
+        }
     }
     {
         // Started at once when it is the front call, so the MPI steps of

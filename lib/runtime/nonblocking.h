@@ -22,8 +22,8 @@
 //    MPI_THREAD_MULTIPLE; below that, the few MPI steps of an operation
 //    (agreements, completing the request) are left to the application's
 //    next MPI call that terse intercepts: the completion calls, any terse
-//    collective, MPI_Finalize.  Without a thread-safe transport there is
-//    no progress thread and operations move in those calls only.
+//    collective, MPI_Finalize.  The transport is shared with the progress
+//    thread from the first non-blocking call on (Transport::share_worker).
 //  - MPI_Finalize completes every operation still in flight first.
 #pragma once
 
@@ -57,8 +57,7 @@ struct NbQueue {
 
 // At MPI_Init, once the runtime is up: the thread level the application
 // got and the MPI error code of a status (the wrappers' mpi_error_code).
-// The progress thread runs where the transport may be driven from another
-// thread (Transport::thread_safe()).
+// The progress thread starts at the first non-blocking call.
 void nb_init(int provided, int (*error_code)(Status));
 // At MPI_Finalize, before the communicators' states go: completes every
 // operation still in flight and stops the progress thread.

@@ -209,7 +209,6 @@ Status runtime_init(int provided) {
     TransportParams tp;
     tp.oob = &*g_rt.oob;
     tp.thread_multiple = provided == MPI_THREAD_MULTIPLE;
-    tp.want_thread_safe = true;  // for the progress thread of non-blocking calls
     tp.cores_oversubscribed = node_cores_oversubscribed();
     tp.describe_tag = describe_tag;
     s = Transport::init(tp);

@@ -82,10 +82,6 @@ struct TransportParams {
     OutOfBand *oob = nullptr;
     // UCS_THREAD_MODE_MULTI for the worker (else SERIALIZED).
     bool thread_multiple = false;
-    // Ask for a MULTI worker anyway, so that a helper thread (the runtime's
-    // progress thread) may drive it; where UCX cannot, the worker is
-    // SERIALIZED and thread_safe() says so.
-    bool want_thread_safe = false;
     // Whether this node runs more ranks than the CPUs they may use, found by
     // whoever starts the transport; cores_oversubscribed() reports it.
     bool cores_oversubscribed = false;
@@ -136,8 +132,15 @@ public:
     // first.
     bool cores_oversubscribed() const;
 
-    // Whether any thread may drive the worker at any time (a MULTI worker).
+    // Whether any thread may drive the worker at any time: a MULTI worker,
+    // or a SERIALIZED one after share_worker().
     bool thread_safe() const;
+    // From now on a helper thread (the runtime's progress thread) drives
+    // the worker too: a SERIALIZED worker's every call then takes a lock of
+    // the transport's own (one uncontended lock per call; a MULTI worker
+    // locks itself).  Call from the one thread that uses the transport,
+    // before the helper starts; not undone.
+    void share_worker();
 
     // Number of endpoints currently open (tests check it stays flat).
     size_t endpoint_count() const;
