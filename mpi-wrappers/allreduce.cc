@@ -1,10 +1,9 @@
 // MPI_Allreduce, the hot path.
-#include "datatype_map.h"
+#include "coll_map.h"
 #include "dispatch.h"
 #include "error_codes.h"
 #include "reentry_guard.h"
 
-#include "util/dtype.h"
 #include "util/log.h"
 
 namespace terse {
@@ -21,29 +20,19 @@ namespace {
 // Step 2 (dispatch.h), out of line so that the pass-through path of
 // allreduce() stays a handful of instructions.
 [[gnu::noinline]] int allreduce_examined(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
-                                         MPI_Op op, MPI_Comm comm, terse_dtype_t t, terse_op_t o,
-                                         size_t bytes) {
+                                         MPI_Op op, MPI_Comm comm, const CollArgs &a, size_t bytes) {
     ReentryGuard guard;
-    CollArgs a;
-    a.kind = CollKind::Allreduce;
-    a.dtype = t;
-    a.op = o;
-    a.in_place = sendbuf == MPI_IN_PLACE;
-    a.sendbuf = a.in_place ? recvbuf : sendbuf;
-    a.recvbuf = recvbuf;
-    a.count = static_cast<size_t>(count);
     return run_collective(comm, a, bytes, "MPI_Allreduce",
                           [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm); });
 }
 
 inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                      MPI_Comm comm) {
-    terse_dtype_t t = TERSE_DTYPE_FLOAT32;
-    terse_op_t o = TERSE_OP_SUM;
-    const bool takes = count >= 0 && map_datatype(dt, &t) && map_op(op, &o);
-    const size_t bytes = takes ? static_cast<size_t>(count) * dtype_size(t) : 0;
+    CollArgs a;
+    size_t bytes = 0;
+    const bool takes = map_allreduce(sendbuf, recvbuf, count, dt, op, &a, &bytes);
     if (pass_at_once(takes, bytes)) return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
-    return allreduce_examined(sendbuf, recvbuf, count, dt, op, comm, t, o, bytes);
+    return allreduce_examined(sendbuf, recvbuf, count, dt, op, comm, a, bytes);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "engine/coll_args.h"
 #include "runtime/collective.h"
 #include "runtime/comm_state.h"
+#include "runtime/nonblocking.h"
 #include "runtime/pass_through.h"
 #include "util/status.h"
 
@@ -60,18 +61,27 @@ inline bool pass_at_once(bool takes, size_t bytes) {
     return ReentryGuard::active();
 }
 
-// Step 2: run one collective on terse's engine if it is eligible, else
-// through pass() (the PMPI call).  bytes as for pass_at_once().  Callers
-// hold a ReentryGuard.
-template <class Pass>
-int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
+// Where step 2 sends a call.
+enum class Route {
+    Pass,    // to PMPI
+    Engine,  // to terse's engine, on *st
+    Failed   // nowhere: the error was reported (*rc)
+};
+
+// Step 2's decision, for blocking and non-blocking calls alike.  bytes as
+// for pass_at_once().  Callers hold a ReentryGuard.
+inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, CommState **out,
+                              int *rc) {
     // Lookup or create: once made, the state is found without a lock, also
     // for the calls below the floor that a lowered gate sends here.
     Status s;
     CommState *st = comm_state_get(comm, &s);
     // Without its state terse can neither count nor agree, but PMPI still
     // gives the exact result.
-    if (!st) return pass();
+    if (!st) return Route::Pass;
+    // The error guard may switch st to lossless as an operation in flight
+    // ends, which changes what is eligible: every rank decides after it.
+    if (st->nb && st->guard.every) nb_drain(st);
     if (!st->ready) {
         // Not agreed yet: below the floor every rank passes, whatever its
         // own configuration says; at or above it every rank agrees, so a
@@ -79,14 +89,17 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
         // taking another path than they do.
         if (bytes < pass_floor()) {
             count_straight_pass();
-            return pass();
+            return Route::Pass;
         }
         if (st->is_inter) {
             collective_passed(st);
-            return pass();
+            return Route::Pass;
         }
         s = comm_state_ready(st);
-        if (s != TERSE_OK) return report_error(comm, s, call);
+        if (s != TERSE_OK) {
+            *rc = report_error(comm, s, call);
+            return Route::Failed;
+        }
     }
     if (!collective_eligible(st, a)) {
         // Below the floor a call gets here only when an agreed min_bytes
@@ -97,10 +110,41 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
         } else {
             collective_passed(st);
         }
-        return pass();
+        return Route::Pass;
     }
-    s = collective_run(st, a);
+    *out = st;
+    return Route::Engine;
+}
+
+// Step 2 of a blocking call: run it on terse's engine if it is eligible,
+// else through pass() (the PMPI call).  After the communicator's
+// non-blocking operations, if it has any (runtime/nonblocking.h).
+template <class Pass>
+int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
+    CommState *st = nullptr;
+    int rc = MPI_SUCCESS;
+    const Route route = route_collective(comm, a, bytes, call, &st, &rc);
+    if (route == Route::Pass) return pass();
+    if (route == Route::Failed) return rc;
+    Status s = st->nb ? nb_run_blocking(st, a) : collective_run(st, a);
     if (s != TERSE_OK) return report_error(comm, s, call);
+    return MPI_SUCCESS;
+}
+
+// Step 2 of a non-blocking call: start it on terse's engine (a generalized
+// request in *request) if it is eligible, else through pass().
+template <class Pass>
+int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, MPI_Request *request,
+                     Pass &&pass) {
+    CommState *st = nullptr;
+    int rc = MPI_SUCCESS;
+    const Route route = route_collective(comm, a, bytes, call, &st, &rc);
+    if (route == Route::Pass) return pass();
+    if (route == Route::Failed) return rc;
+    Status s = nb_start(st, a, call, request);
+    if (s != TERSE_OK) return report_error(comm, s, call);
+    // Operations of other communicators may wait for this thread's MPI.
+    nb_poll();
     return MPI_SUCCESS;
 }
 

@@ -6,6 +6,7 @@
 #include "reentry_guard.h"
 
 #include "runtime/comm_state.h"
+#include "runtime/nonblocking.h"
 #include "util/log.h"
 
 #include <cstdio>
@@ -16,7 +17,10 @@ void start_runtime(int provided) {
     ReentryGuard guard;
     register_error_codes();
     Status s = runtime_init(provided);
-    if (s == TERSE_OK) return;
+    if (s == TERSE_OK) {
+        nb_init(provided, mpi_error_code);
+        return;
+    }
     // A misconfiguration must not silently change what the job computes or
     // how: stop with the reason rather than run without terse.
     int rank = -1;

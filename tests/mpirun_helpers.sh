@@ -13,3 +13,6 @@ run_np() {
 }
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# have_codec NAME: whether the codec plugin was built (else says it is skipped).
+have_codec() { [ -e "$TERSE_BUILDDIR/plugins/$1/.libs/terse_$1.so" ] || { echo "(codec $1 not built: skipped)"; return 1; }; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 
 using terse::OpAccount;
 using terse::Stats;
@@ -77,8 +78,41 @@ TEST(Stats, ResetClearsEverything) {
     s.add_operation(a);
     s.reset();
     terse_comm_stats_t zero{};
-    EXPECT_EQ(std::memcmp(&s.counters(), &zero, sizeof zero), 0);
+    const terse_comm_stats_t c = s.counters();
+    EXPECT_EQ(std::memcmp(&c, &zero, sizeof zero), 0);
     EXPECT_FALSE(s.any_calls());
+}
+
+TEST(Stats, CountsEachKindApart) {
+    Stats s;
+    s.count_intercepted(100, TERSE_KIND_IALLREDUCE);
+    s.count_intercepted(40, TERSE_KIND_REDUCE_SCATTER);
+    s.count_intercepted(60, TERSE_KIND_IALLREDUCE);
+    OpAccount a;
+    a.kind = TERSE_KIND_IALLREDUCE;
+    a.wire = 30;
+    s.add_operation(a);
+    a.kind = TERSE_KIND_REDUCE_SCATTER;
+    a.wire = 7;
+    s.add_operation(a);
+    const terse_comm_stats_t c = s.counters();
+    EXPECT_EQ(c.calls_intercepted, 3u);
+    EXPECT_EQ(c.bytes_in, 200u);
+    EXPECT_EQ(c.bytes_wire, 37u);
+    EXPECT_EQ(c.per_kind[TERSE_KIND_IALLREDUCE].calls, 2u);
+    EXPECT_EQ(c.per_kind[TERSE_KIND_IALLREDUCE].bytes_in, 160u);
+    EXPECT_EQ(c.per_kind[TERSE_KIND_IALLREDUCE].bytes_wire, 30u);
+    EXPECT_EQ(c.per_kind[TERSE_KIND_REDUCE_SCATTER].calls, 1u);
+    EXPECT_EQ(c.per_kind[TERSE_KIND_REDUCE_SCATTER].bytes_wire, 7u);
+    EXPECT_EQ(c.per_kind[TERSE_KIND_ALLREDUCE].calls, 0u);
+    // Only the kinds that ran are printed, as calls/bytes_in/wire.
+    const std::string line = s.format();
+    EXPECT_NE(line.find(" iallreduce=2/160/30"), std::string::npos) << line;
+    EXPECT_NE(line.find(" reduce_scatter=1/40/7"), std::string::npos) << line;
+    EXPECT_EQ(line.find(" allgather="), std::string::npos) << line;
+    // A copy (kept for a freed communicator's line) has the same counters.
+    Stats copy = s;
+    EXPECT_EQ(copy.format(), line);
 }
 
 TEST(Stats, FormatNamesTheCounters) {

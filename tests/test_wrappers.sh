@@ -15,6 +15,15 @@ for np in 2 3; do run_np $np ./test_comm_lifecycle || fail "lifecycle np=$np"; d
 echo "== MPI_Reduce_scatter_block and MPI_Allgather on the engine"
 for np in 1 2 3 5; do run_np $np ./test_reduce_scatter_allgather || fail "reduce_scatter/allgather np=$np"; done
 
+echo "== MPI_Reduce_scatter and MPI_Allgatherv (unequal, zero counts) on the engine"
+for np in 1 2 3 4 5 8; do run_np $np ./test_reduce_scatter_allgatherv exact || fail "reduce_scatter/allgatherv np=$np"; done
+if have_codec quantize; then
+    for np in 2 5; do
+        TERSE_CODEC=quantize:bits=8 TERSE_FEEDBACK=off run_np $np ./test_reduce_scatter_allgatherv lossy \
+            || fail "reduce_scatter/allgatherv quantize:bits=8 np=$np"
+    done
+fi
+
 echo "== MPI_Info hints, dup inheritance, terse_comm_configure"
 run_np 2 ./test_config_agreement hints || fail "hints"
 

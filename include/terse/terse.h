@@ -63,6 +63,30 @@ terse_status_t terse_comm_configure(MPI_Comm comm, const char *key, const char *
  * "enable=1 codec=none min_bytes=65536 ...".  Local. */
 terse_status_t terse_comm_get_config(MPI_Comm comm, char *buf, size_t buflen);
 
+/* The collective kinds terse runs, each counted apart in
+ * terse_comm_stats_t's per_kind (the index) and in TERSE_STATS lines.  The
+ * "I" kinds are the non-blocking calls. */
+typedef enum {
+    TERSE_KIND_ALLREDUCE = 0,
+    TERSE_KIND_REDUCE_SCATTER_BLOCK,
+    TERSE_KIND_REDUCE_SCATTER,
+    TERSE_KIND_ALLGATHER,
+    TERSE_KIND_ALLGATHERV,
+    TERSE_KIND_IALLREDUCE,
+    TERSE_KIND_IREDUCE_SCATTER_BLOCK,
+    TERSE_KIND_IREDUCE_SCATTER,
+    TERSE_KIND_IALLGATHER,
+    TERSE_KIND_IALLGATHERV,
+    TERSE_KIND_COUNT /* 10: fixed, per_kind's length is part of the ABI */
+} terse_coll_kind_t;
+
+/* What terse's engine ran of one kind on a communicator. */
+typedef struct terse_kind_stats {
+    uint64_t calls;      /* calls run by the engine (not those passed)    */
+    uint64_t bytes_in;   /* user bytes of those calls, as bytes_in counts */
+    uint64_t bytes_wire; /* bytes this rank sent for them                 */
+} terse_kind_stats_t;
+
 /* Statistics of one communicator.  Local; counts only this rank's view. */
 typedef struct terse_comm_stats {
     uint64_t calls_intercepted;   /* collectives run by terse's engine        */
@@ -85,6 +109,9 @@ typedef struct terse_comm_stats {
                                      lossless (0 or 1 per configuration)      */
     uint64_t guard_trip_call;     /* the checked lossy allreduce (1-based) that
                                      switched it; 0 if none                   */
+    /* calls_intercepted, bytes_in and bytes_wire split by kind, indexed by
+       terse_coll_kind_t. */
+    terse_kind_stats_t per_kind[TERSE_KIND_COUNT];
 } terse_comm_stats_t;
 
 /* Fill *stats (size = sizeof(terse_comm_stats_t), for ABI growth). */

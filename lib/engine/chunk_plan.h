@@ -48,6 +48,19 @@ struct ChunkPlan {
         finish(chunk_elems);
     }
 
+    // nblocks blocks of counts[b] elements, at offs[b] (nullptr: back to
+    // back from 0).
+    void build_counts(const size_t *counts, const size_t *offs, int nblocks, size_t chunk_elems) {
+        blocks.assign(size_t(nblocks), {});
+        size_t off = 0;
+        for (int b = 0; b < nblocks; ++b) {
+            blocks[b].off = offs ? offs[b] : off;
+            blocks[b].len = counts[b];
+            off += counts[b];
+        }
+        finish(chunk_elems);
+    }
+
     size_t chunk_off(size_t b, size_t k) const { return blocks[b].off + k * chunk; }
     size_t chunk_len(size_t b, size_t k) const {
         size_t start = k * chunk;

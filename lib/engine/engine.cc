@@ -110,7 +110,8 @@ int arm_injection(const char *spec) {
 namespace {
 
 // Nothing to exchange: count 0, or a communicator of one rank (the result
-// is the input; in place there is nothing to do).
+// is the input, at the rank's displacement for Allgatherv; in place there
+// is nothing to do).
 class TrivialOp final : public OpBase {
 public:
     using OpBase::OpBase;
@@ -118,7 +119,8 @@ public:
 protected:
     Status body(bool *done) override {
         size_t bytes = args_.count * esize_;
-        if (bytes && args_.sendbuf != args_.recvbuf) std::memcpy(args_.recvbuf, args_.sendbuf, bytes);
+        void *dst = args_.kind == CollKind::Allgatherv ? elem(args_.recvbuf, args_.displs[r_]) : args_.recvbuf;
+        if (bytes && args_.sendbuf != dst) std::memcpy(dst, args_.sendbuf, bytes);
         *done = true;
         return TERSE_OK;
     }
@@ -150,6 +152,13 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
     const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
     size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
     Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
+    if (plan.schedule == Schedule::TwoLevel && !env.two_level) {
+        // No node layout for this operation (see EngineEnv::two_level): the
+        // flat schedule algorithm=auto would choose.
+        CommConfig flat = cfg;
+        flat.algorithm = Algorithm::Auto;
+        plan = plan_collective(flat, env.size, args, desc, max_chunk);
+    }
     if (env.tuned) plan_apply_tuning(*env.tuned, env, args, max_chunk, &plan);
     OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
     if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");

@@ -106,6 +106,8 @@ struct EngineEnv {
     bool feedback = false;
     FeedbackStore *residuals = nullptr;  // non-null when feedback is on
     Stats *stats = nullptr;
+    // Where the operation's statistics count (per kind: blocking or not).
+    terse_coll_kind_t stats_kind = TERSE_KIND_ALLREDUCE;
     // The communicator's error guard (guard=); null or every == 0: off.
     GuardState *guard = nullptr;
     // The tuning file's entry for this call (tune_file=), or null.
@@ -116,7 +118,8 @@ struct EngineEnv {
     // steady-state calls allocate nothing; null gives each operation memory
     // of its own (unit tests).
     OpMemoryPool *memory = nullptr;
-    // Set where the communicator's configuration asks for two_level.
+    // Set where the communicator's configuration asks for two_level and the
+    // operation may run it (not a non-blocking call); null: flat schedules.
     const TwoLevelEnv *two_level = nullptr;
     // The communicator's name, for messages: a copy (no allocation per
     // call, and the name may change while an operation runs), truncated.
@@ -170,9 +173,11 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
 // Progress op (and the transport) until done.
 Status engine_wait(Operation *op);
 
-// Background progress of non-blocking operations (e.g. a future
-// MPI_Iallreduce): registered operations are advanced, highest priority
-// first, by engine_progress_all(), which engine_wait also calls.  One thread
+// Background progress by priority: registered operations are advanced,
+// highest priority first, by engine_progress_all(), which engine_wait also
+// calls.  (The runtime's non-blocking calls keep their own per-communicator
+// queues in issue order, runtime/nonblocking.h; this list is where
+// operations served by priority across communicators belong.)  One thread
 // at a time progresses the list (others return at once); register and
 // unregister take a lock, so they belong in start/completion, not in loops.
 void engine_progress_register(Operation *op);

@@ -22,6 +22,8 @@ const char *kind_name(CollKind k) {
     case CollKind::Allreduce: return "allreduce";
     case CollKind::ReduceScatterBlock: return "reduce-scatter";
     case CollKind::Allgather: return "allgather";
+    case CollKind::ReduceScatter: return "reduce-scatter (v)";
+    case CollKind::Allgatherv: return "allgatherv";
     }
     return "collective";
 }
@@ -54,7 +56,9 @@ OpBase::~OpBase() {
 }
 
 size_t OpBase::input_count() const {
-    return args_.kind == CollKind::ReduceScatterBlock ? args_.count * size_t(n_) : args_.count;
+    if (args_.kind == CollKind::ReduceScatterBlock) return args_.count * size_t(n_);
+    if (args_.kind == CollKind::Allgatherv) return args_.counts[r_];
+    return args_.count;
 }
 
 size_t OpBase::frame_capacity(size_t n) const {
@@ -374,6 +378,7 @@ void OpBase::account() {
     if (accounted_ || !env_.stats) return;
     accounted_ = true;
     OpAccount a;
+    a.kind = env_.stats_kind;
     a.wire = wire_;
     a.wire_raw = wire_raw_;
     a.raw_chunks = raw_chunks_;

@@ -4,7 +4,26 @@
 
 namespace terse {
 
+const char *stats_kind_name(terse_coll_kind_t kind) {
+    switch (kind) {
+    case TERSE_KIND_ALLREDUCE: return "allreduce";
+    case TERSE_KIND_REDUCE_SCATTER_BLOCK: return "reduce_scatter_block";
+    case TERSE_KIND_REDUCE_SCATTER: return "reduce_scatter";
+    case TERSE_KIND_ALLGATHER: return "allgather";
+    case TERSE_KIND_ALLGATHERV: return "allgatherv";
+    case TERSE_KIND_IALLREDUCE: return "iallreduce";
+    case TERSE_KIND_IREDUCE_SCATTER_BLOCK: return "ireduce_scatter_block";
+    case TERSE_KIND_IREDUCE_SCATTER: return "ireduce_scatter";
+    case TERSE_KIND_IALLGATHER: return "iallgather";
+    case TERSE_KIND_IALLGATHERV: return "iallgatherv";
+    case TERSE_KIND_COUNT: break;
+    }
+    return "?";
+}
+
 void Stats::add_operation(const OpAccount &a) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (unsigned(a.kind) < TERSE_KIND_COUNT) c_.per_kind[a.kind].bytes_wire += a.wire;
     c_.bytes_wire += a.wire;
     c_.bytes_wire_raw += a.wire_raw;
     c_.chunks_raw += a.raw_chunks;
@@ -16,7 +35,7 @@ void Stats::add_operation(const OpAccount &a) {
 }
 
 std::string Stats::format() const {
-    const terse_comm_stats_t &c = c_;
+    const terse_comm_stats_t c = counters();
     char buf[512];
     double ratio = c.bytes_wire ? double(c.bytes_wire_raw) / double(c.bytes_wire) : 0.0;
     int n = snprintf(buf, sizeof buf,
@@ -33,7 +52,15 @@ std::string Stats::format() const {
         snprintf(buf + n, sizeof buf - n, " guard_checks=%llu guard_trips=%llu guard_trip_call=%llu",
                  (unsigned long long)c.guard_checks, (unsigned long long)c.guard_trips,
                  (unsigned long long)c.guard_trip_call);
-    return buf;
+    std::string line = buf;
+    for (int k = 0; k < TERSE_KIND_COUNT; ++k) {
+        const terse_kind_stats_t &pk = c.per_kind[k];
+        if (!pk.calls) continue;
+        snprintf(buf, sizeof buf, " %s=%llu/%llu/%llu", stats_kind_name(terse_coll_kind_t(k)),
+                 (unsigned long long)pk.calls, (unsigned long long)pk.bytes_in, (unsigned long long)pk.bytes_wire);
+        line += buf;
+    }
+    return line;
 }
 
 }  // namespace terse

@@ -57,7 +57,21 @@ void collective_passed(CommState *st) {
     st->stats.count_passed();
 }
 
-Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHandle *op) {
+terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking) {
+    int k = TERSE_KIND_ALLREDUCE;
+    switch (kind) {
+    case CollKind::Allreduce: k = TERSE_KIND_ALLREDUCE; break;
+    case CollKind::ReduceScatterBlock: k = TERSE_KIND_REDUCE_SCATTER_BLOCK; break;
+    case CollKind::ReduceScatter: k = TERSE_KIND_REDUCE_SCATTER; break;
+    case CollKind::Allgather: k = TERSE_KIND_ALLGATHER; break;
+    case CollKind::Allgatherv: k = TERSE_KIND_ALLGATHERV; break;
+    }
+    // The non-blocking kinds follow the blocking ones in the same order.
+    return terse_coll_kind_t(nonblocking ? k + TERSE_KIND_IALLREDUCE : k);
+}
+
+Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHandle *op, bool nonblocking,
+                        Control *control) {
     st->call_index++;
     capture_input(st, args);
     if (!st->ready)
@@ -103,12 +117,16 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
         }
     }
     env.link = st->link.get();
-    env.control = st->control.get();
+    env.control = control ? control : st->control.get();
     env.memory = st->op_memory.get();
-    env.two_level = st->node_layout ? st->node_layout->env() : nullptr;
+    // A non-blocking call runs the flat schedules: the two-level node stages
+    // post MPI collectives on the node communicators, which the progress
+    // thread may not do (terse(7), NON-BLOCKING CALLS).
+    env.two_level = st->node_layout && !nonblocking ? st->node_layout->env() : nullptr;
     env.stats = &st->stats;
+    env.stats_kind = collective_stats_kind(args.kind, nonblocking);
     env.set_comm_name(st->name);
-    st->stats.count_intercepted(call_bytes(st, args));
+    st->stats.count_intercepted(call_bytes(st, args), env.stats_kind);
     return engine_start(env, st->config, args, prio, op);
 }
 

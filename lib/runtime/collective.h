@@ -21,11 +21,16 @@ bool collective_eligible(const CommState *st, const CollArgs &args);
 // (it goes to PMPI): st's statistics and capture numbering.
 void collective_passed(CommState *st);
 
+// The statistics kind of a call (terse_comm_stats_t's per_kind).
+terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking);
+
 // Start an eligible collective on st (which must be ready): numbers it,
 // records its input when TERSE_CAPTURE asks, counts it in st's statistics
-// and gives it the next sequence number.
+// and gives it the next sequence number.  A non-blocking call runs its
+// control plane on `control` (the communicator's private one,
+// runtime/nonblocking.h); a blocking one passes nullptr and uses st's.
 Status collective_start(CommState *st, const CollArgs &args, Priority prio,
-                        OpHandle *op);
+                        OpHandle *op, bool nonblocking = false, Control *control = nullptr);
 
 // collective_start + engine_wait.
 Status collective_run(CommState *st, const CollArgs &args);

@@ -4,6 +4,7 @@
 
 #include "engine/error_feedback.h"
 #include "runtime/node_layout.h"
+#include "runtime/nonblocking.h"
 #include "runtime/runtime_internal.h"
 #include "util/dtype.h"
 #include "util/log.h"
@@ -19,7 +20,11 @@ CommState::CommState(MPI_Comm c) { bind(c); }
 CommState::CommState(const CommState &parent, inherit_tag)
     : info_overrides(parent.info_overrides), api_overrides(parent.api_overrides) {}
 
-CommState::~CommState() { runtime_ctx_release(ctx_id); }
+CommState::~CommState() {
+    // A communicator freed with operations in flight: MPI lets them finish.
+    if (nb) nb_drain(this);
+    runtime_ctx_release(ctx_id);
+}
 
 void CommState::bind(MPI_Comm c) {
     comm = c;
@@ -54,6 +59,8 @@ std::string CommState::describe() const {
 }
 
 void CommState::reresolve() {
+    // Operations issued before the change run as they were issued.
+    if (nb) nb_drain(this);
     ready = false;
     runtime_gate_note(this, SIZE_MAX);
     config_status = TERSE_OK;
@@ -324,8 +331,8 @@ const CodecParams *comm_state_active_params(const CommState *st) {
 const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes) {
     if (!st->tune) return nullptr;
     const TuneColl c = kind == CollKind::Allreduce ? TuneColl::Allreduce
-                       : kind == CollKind::ReduceScatterBlock ? TuneColl::ReduceScatter
-                                                              : TuneColl::Allgather;
+                       : coll_gathers(kind)                  ? TuneColl::Allgather
+                                                              : TuneColl::ReduceScatter;
     return st->tune->lookup(c, st->size, bytes);
 }
 

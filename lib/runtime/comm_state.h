@@ -36,6 +36,7 @@
 #include <terse/codec.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,7 @@ namespace terse {
 
 class FeedbackStore;  // error_feedback.h
 class NodeLayout;     // node_layout.h
+struct NbQueue;       // runtime/nonblocking.h
 
 // Cache-line aligned: the counters of two communicators used by two
 // threads must not share a line.
@@ -90,7 +92,9 @@ public:
     std::unique_ptr<TuneTable> tune; // tune_file's entries, loaded at agreement (null: none)
 
     Stats stats;
-    uint64_t call_index = 0;         // intercepted + passed, for capture sampling
+    // Intercepted + passed, for capture sampling; atomic because a queued
+    // non-blocking call starts (and counts) on the progress thread.
+    std::atomic<uint64_t> call_index{0};
 
     // What the engine's operations on this communicator use, made at the
     // first intercepted collective and kept (runtime/collective.cc): the
@@ -102,6 +106,9 @@ public:
     // made by comm_state_ready() (collective) and kept while the agreed
     // configuration asks for it.
     std::unique_ptr<NodeLayout> node_layout;
+    // Its non-blocking operations, made at the first one
+    // (runtime/nonblocking.h); drained before the state goes.
+    std::unique_ptr<NbQueue> nb;
 
     // Attach to comm: ranks, world ranks, name, then reresolve().
     void bind(MPI_Comm comm);

@@ -4,7 +4,9 @@
 #include "transport/ucx_transport.h"
 
 #include <limits>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 namespace terse {
 
@@ -92,9 +94,11 @@ static_assert(sizeof(MPI_Request) <= decltype(ControlRequest::storage)::kBytes,
               "ControlRequest's storage must hold an MPI_Request");
 static_assert(std::is_trivially_destructible_v<MPI_Request>);
 
+thread_local bool t_without_mpi = false;
+
 class MpiControl final : public Control {
 public:
-    explicit MpiControl(MPI_Comm comm) : comm_(comm) {}
+    MpiControl(MPI_Comm comm, bool deferring) : comm_(comm), deferring_(deferring) {}
 
     Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dtype, terse_op_t op,
                       ControlRequest *r) override {
@@ -103,12 +107,21 @@ public:
             return set_error(TERSE_ERR_UNSUPPORTED,
                              "terse control allreduce: %zu elements of dtype %d not supported", count,
                              int(dtype));
-        MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
-        int rc = PMPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count), t, mpi_op(op), comm_, req);
-        if (rc != MPI_SUCCESS)
-            return set_error(TERSE_ERR_MPI, "terse control allreduce: PMPI_Iallreduce failed (code %d)", rc);
-        r->active = true;
-        return TERSE_OK;
+        r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
+        const Post p{r, in == out ? MPI_IN_PLACE : in, out, int(count), t, mpi_op(op)};
+        if (deferring_) {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (t_without_mpi) {
+                deferred_.push_back(p);
+                r->active = true;
+                return TERSE_OK;
+            }
+            Status s = post_deferred_locked();
+            if (s != TERSE_OK) return s;
+        }
+        Status s = post(p);
+        if (s == TERSE_OK) r->active = true;
+        return s;
     }
     Status ireduce_scatter(const void *in, void *out, const int *counts, terse_dtype_t dtype, terse_op_t op,
                            ControlRequest *r) override {
@@ -139,6 +152,16 @@ public:
             *status = TERSE_OK;
             return true;
         }
+        if (deferring_) {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (t_without_mpi) return false;
+            Status s = post_deferred_locked();
+            if (s != TERSE_OK) {
+                r->active = false;
+                *status = s;
+                return true;
+            }
+        }
         int flag = 0;
         int rc = PMPI_Test(r->storage.get<MPI_Request>(), &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
@@ -151,14 +174,48 @@ public:
         *status = TERSE_OK;
         return true;
     }
+    // Only on application threads (operations are destroyed there).
     void wait(ControlRequest *r) override {
         if (!r->active) return;
+        if (deferring_) {
+            std::lock_guard<std::mutex> lk(mu_);
+            post_deferred_locked();
+        }
         PMPI_Wait(r->storage.get<MPI_Request>(), MPI_STATUS_IGNORE);
         r->active = false;
     }
 
 private:
+    struct Post {
+        ControlRequest *r;
+        const void *in;
+        void *out;
+        int count;
+        MPI_Datatype type;
+        MPI_Op op;
+    };
+    Status post(const Post &p) {
+        int rc = PMPI_Iallreduce(p.in, p.out, p.count, p.type, p.op, comm_, p.r->storage.get<MPI_Request>());
+        if (rc != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "terse control allreduce: PMPI_Iallreduce failed (code %d)", rc);
+        return TERSE_OK;
+    }
+    // The queued posts, in their order; a failed one ends its request
+    // (its test() then reports the failure as PMPI_Test would).
+    Status post_deferred_locked() {
+        Status first = TERSE_OK;
+        for (const Post &p : deferred_) {
+            Status s = post(p);
+            if (s != TERSE_OK && first == TERSE_OK) first = s;
+        }
+        deferred_.clear();
+        return first;
+    }
+
     MPI_Comm comm_;
+    bool deferring_;
+    std::mutex mu_;
+    std::vector<Post> deferred_;
 };
 
 }  // namespace
@@ -167,6 +224,12 @@ std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of)
     return std::make_unique<TransportLink>(world_rank_of);
 }
 
-std::unique_ptr<Control> make_mpi_control(MPI_Comm comm) { return std::make_unique<MpiControl>(comm); }
+std::unique_ptr<Control> make_mpi_control(MPI_Comm comm) { return std::make_unique<MpiControl>(comm, false); }
+
+std::unique_ptr<Control> make_deferring_mpi_control(MPI_Comm comm) {
+    return std::make_unique<MpiControl>(comm, true);
+}
+
+void control_thread_without_mpi() { t_without_mpi = true; }
 
 }  // namespace terse

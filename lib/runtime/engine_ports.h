@@ -16,4 +16,14 @@ namespace terse {
 std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of);
 std::unique_ptr<Control> make_mpi_control(MPI_Comm comm);
 
+// The control plane of non-blocking operations (runtime/nonblocking.h):
+// like make_mpi_control, but on a thread marked by
+// control_thread_without_mpi() (terse's progress thread below
+// MPI_THREAD_MULTIPLE) it calls no MPI: a post is queued and test() says
+// "not yet"; the next call on another thread posts the queued ones first,
+// in their order, so every rank still posts the same sequence.
+std::unique_ptr<Control> make_deferring_mpi_control(MPI_Comm comm);
+// Marks the calling thread as one that must not call MPI.
+void control_thread_without_mpi();
+
 }  // namespace terse

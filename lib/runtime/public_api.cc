@@ -71,7 +71,8 @@ extern "C" terse_status_t terse_comm_stats(MPI_Comm comm, terse_comm_stats_t *st
     CommState *st = state_for(comm, &s);
     if (!st) return s;
     // A caller built against an older, smaller struct gets its prefix.
-    memcpy(stats, &st->stats.counters(), size);
+    const terse_comm_stats_t c = st->stats.counters();
+    memcpy(stats, &c, size);
     return TERSE_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "util/log.h"
 #include "util/scratch.h"
 #include "runtime/comm_table.h"
+#include "runtime/nonblocking.h"
 #include "runtime/pass_through.h"
 #include "runtime/runtime_internal.h"
 #include "runtime/transport_mpi.h"
@@ -225,6 +226,10 @@ Status runtime_init(int provided) {
 }
 
 void runtime_finalize() {
+    if (!runtime_active()) return;
+    // Operations still in flight complete first (they need the states and
+    // the transport).
+    nb_finalize();
     if (!g_rt.active.exchange(false)) return;
     const size_t floor = pass_floor();
     pass_close();

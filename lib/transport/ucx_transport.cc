@@ -189,6 +189,10 @@ struct Transport::Impl {
     int rank = -1;
     int size = 0;
     bool multi = false;
+    // A SERIALIZED worker shared with a helper thread (share_worker()):
+    // every UCX call on it then holds worker_mu.
+    std::atomic<bool> shared{false};
+    std::mutex worker_mu;
     ucp_context_h context = nullptr;
     ucp_worker_h worker = nullptr;
 
@@ -244,6 +248,32 @@ namespace {
 // after UCX itself may be gone, would be worse than leaving it to the OS.
 Transport *g_transport = nullptr;
 Transport::Impl *g_impl = nullptr;
+
+namespace {
+// How deep the calling thread is in WorkerLocks (a release inside a send
+// takes the lock once).
+thread_local int t_worker_depth __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace
+
+// Holds the worker's lock for one call when the worker is shared
+// (Impl::shared); nothing else when it is not, or is MULTI.
+class WorkerLock {
+public:
+    explicit WorkerLock(Transport::Impl *im)
+        : im_(im && t_worker_depth == 0 && im->shared.load(std::memory_order_acquire) ? im : nullptr) {
+        if (im_) im_->worker_mu.lock();
+        ++t_worker_depth;
+    }
+    ~WorkerLock() {
+        --t_worker_depth;
+        if (im_) im_->worker_mu.unlock();
+    }
+    WorkerLock(const WorkerLock &) = delete;
+    WorkerLock &operator=(const WorkerLock &) = delete;
+
+private:
+    Transport::Impl *im_;
+};
 
 }  // namespace
 
@@ -508,6 +538,7 @@ Request &Request::operator=(Request &&o) noexcept {
 void Request::release() {
     if (req_) {
         // After finalize the worker, and every request with it, is gone.
+        WorkerLock lock(g_impl);
         if (g_impl) g_impl->release_request(req_, is_recv_, peer_, tag_);
         req_ = nullptr;
     }
@@ -518,6 +549,7 @@ void Request::release() {
 
 bool Request::test(Status *status) {
     if (req_) {
+        WorkerLock lock(g_impl);
         ucs_status_t st;
         if (is_recv_) {
             ucp_tag_recv_info_t info;
@@ -550,6 +582,12 @@ Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Transport::~Transport() = default;
 
 Transport *Transport::get() { return g_transport; }
+
+bool Transport::thread_safe() const { return impl_->multi || impl_->shared.load(std::memory_order_acquire); }
+
+void Transport::share_worker() {
+    if (!impl_->multi) impl_->shared.store(true, std::memory_order_release);
+}
 
 Status Transport::init(const TransportParams &params) {
     const bool thread_multiple = params.thread_multiple;
@@ -611,6 +649,7 @@ int Transport::world_rank() const { return impl_->rank; }
 int Transport::world_size() const { return impl_->size; }
 
 Status Transport::isend(int peer, uint64_t tag, const void *buf, size_t len, Request *req) {
+    WorkerLock lock(impl_.get());
     if (req->active()) req->release();
     Impl &im = *impl_;
     if (__builtin_expect(peer < 0 || peer >= im.size, 0))
@@ -639,6 +678,7 @@ Status Transport::isend(int peer, uint64_t tag, const void *buf, size_t len, Req
 }
 
 Status Transport::irecv(int peer, uint64_t tag, void *buf, size_t capacity, Request *req) {
+    WorkerLock lock(impl_.get());
     if (req->active()) req->release();
     Impl &im = *impl_;
     if (__builtin_expect(peer < 0 || peer >= im.size, 0))
@@ -669,6 +709,7 @@ Status Transport::irecv(int peer, uint64_t tag, void *buf, size_t capacity, Requ
 
 unsigned Transport::progress() {
     Impl &im = *impl_;
+    WorkerLock lock(&im);
     unsigned n = ucp_worker_progress(im.worker);
     if (n != 0) t_busy_streak = 0;
     // A thread asleep on the event fd cannot see the events this call has
@@ -682,7 +723,11 @@ void Transport::wait_for_events(unsigned timeout_us) {
     if (im.wakeup.load(std::memory_order_relaxed)) {
         int nobody = 0;
         if (im.sleeping.compare_exchange_strong(nobody, 1, std::memory_order_acquire)) {
-            ucs_status_t st = ucp_worker_arm(im.worker);
+            ucs_status_t st;
+            {
+                WorkerLock lock(&im);
+                st = ucp_worker_arm(im.worker);
+            }
             if (st == UCS_OK) {
                 pollfd p{im.efd, POLLIN, 0};
                 timespec ts{time_t(timeout_us / 1000000u), long(timeout_us % 1000000u) * 1000L};

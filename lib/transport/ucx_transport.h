@@ -132,6 +132,16 @@ public:
     // first.
     bool cores_oversubscribed() const;
 
+    // Whether any thread may drive the worker at any time: a MULTI worker,
+    // or a SERIALIZED one after share_worker().
+    bool thread_safe() const;
+    // From now on a helper thread (the runtime's progress thread) drives
+    // the worker too: a SERIALIZED worker's every call then takes a lock of
+    // the transport's own (one uncontended lock per call; a MULTI worker
+    // locks itself).  Call from the one thread that uses the transport,
+    // before the helper starts; not undone.
+    void share_worker();
+
     // Number of endpoints currently open (tests check it stays flat).
     size_t endpoint_count() const;
 

@@ -8,21 +8,21 @@ namespace terse {
 
 RingOp::RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
     : OpBase(env, args, plan, mem), plan_chunks_(mem), recvs_(mem), stream_(mem) {
-    has_rs_ = args.kind != CollKind::Allgather;
-    has_ag_ = args.kind != CollKind::ReduceScatterBlock;
+    has_rs_ = coll_reduces(args.kind);
+    has_ag_ = coll_gathers(args.kind);
     if (args.kind == CollKind::Allreduce) plan_chunks_.build_even(args.count, n_, plan.chunk_elems);
+    else if (coll_is_v(args.kind)) plan_chunks_.build_counts(args.counts, args.displs, n_, plan.chunk_elems);
     else plan_chunks_.build_fixed(args.count, n_, plan.chunk_elems);
-    if (args.kind == CollKind::ReduceScatterBlock) {
-        // In place, the input is recvbuf[count * n] and the result goes to its
-        // first block; block 0 is still input until the very end, so the
+    if (has_rs_ && !has_ag_) {
+        // In place, the input is recvbuf (all blocks) and the result goes to
+        // its start; block 0 is still input until the very end, so the
         // result is built in block r's own place and moved at the end.
-        rs_dst_ = static_cast<uint8_t *>(args.recvbuf) +
-                  (args.in_place ? size_t(r_) * args.count * esize_ : 0);
+        rs_dst_ = elem(args.recvbuf, args.in_place ? plan_chunks_.blocks[size_t(r_)].off : 0);
     }
 }
 
 const uint8_t *RingOp::own(size_t b, size_t k) const {
-    if (args_.kind == CollKind::Allgather) return elem(input_, k * plan_chunks_.chunk);
+    if (!has_rs_) return elem(input_, k * plan_chunks_.chunk);
     return elem(input_, plan_chunks_.chunk_off(b, k));
 }
 
@@ -36,8 +36,8 @@ void RingOp::stat_chunks(OpVector<ChunkRef> *chunks, size_t *total) const {
         for (size_t k = 0; k < plan_chunks_.blocks[b].nchunks; ++k) {
             // An allgather contributes only its own block; the others are
             // filled by their owners (the rest of the vector is -inf).
-            bool mine = args_.kind != CollKind::Allgather || int(b) == r_;
-            size_t off = args_.kind == CollKind::Allgather ? k * plan_chunks_.chunk : plan_chunks_.chunk_off(b, k);
+            bool mine = has_rs_ || int(b) == r_;
+            size_t off = has_rs_ ? plan_chunks_.chunk_off(b, k) : k * plan_chunks_.chunk;
             chunks->push_back({plan_chunks_.global(b, k), off, plan_chunks_.chunk_len(b, k), mine});
         }
 }
@@ -72,8 +72,8 @@ Status RingOp::begin() {
 Status RingOp::body(bool *done) {
     Status s = stream_.progress(done);
     if (s != TERSE_OK || !*done) return s;
-    if (args_.kind == CollKind::ReduceScatterBlock && args_.in_place && r_ != 0 && !poisoned())
-        std::memmove(args_.recvbuf, rs_dst_, args_.count * esize_);
+    if (rs_dst_ && rs_dst_ != args_.recvbuf && !poisoned())
+        std::memmove(args_.recvbuf, rs_dst_, plan_chunks_.blocks[size_t(r_)].len * esize_);
     return TERSE_OK;
 }
 
