@@ -8,9 +8,11 @@
 //     (runtime/pass_through.h), goes to PMPI at once: no lock, no lookup,
 //     no communicator state, no re-entry guard.
 //  2. run_collective(), under a ReentryGuard: the communicator's state,
-//     found without a lock, decides through collective_eligible() (the
-//     engine's engine_eligible(), engine/planner.h), agreeing first if the
-//     communicator is not ready (runtime/comm_state.h).
+//     found without a lock, decides through collective_choose() (the
+//     engine's engine_eligible(), engine/planner.h, then with
+//     TERSE_PLANNER=model the planner's choice, engine/selection.h),
+//     agreeing first if the communicator is not ready
+//     (runtime/comm_state.h).
 // The decision reads no environment and takes no lock of terse's own or of
 // the MPI library's; it depends only on arguments MPI requires to match on
 // every rank, on the floor agreed at MPI_Init and on configuration agreed
@@ -88,18 +90,22 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
         s = comm_state_ready(st);
         if (s != TERSE_OK) return report_error(comm, s, call);
     }
-    if (!collective_eligible(st, a)) {
+    const CollectiveChoice choice = collective_choose(st, a);
+    if (!choice.engine) {
         // Below the floor a call gets here only when an agreed min_bytes
         // (this communicator's or another's) lowered the gate: it counts
         // as it would have without that.
         if (bytes < pass_floor()) {
             count_straight_pass();
-        } else {
-            collective_passed(st);
+            return pass();
         }
-        return pass();
+        if (!choice.model) {
+            collective_passed(st);
+            return pass();
+        }
+        return collective_pass_timed(st, a, choice, pass);
     }
-    s = collective_run(st, a);
+    s = collective_run(st, a, choice);
     if (s != TERSE_OK) return report_error(comm, s, call);
     return MPI_SUCCESS;
 }

@@ -44,8 +44,10 @@ extern "C" {
  * same way, on an engine of an earlier one.
  *   0: the descriptor as first published.
  *   1: TERSE_CODEC_FLAG_IDENTITY.
+ *   2: error_bound, in the place of the first reserved pointer (a plugin of
+ *      an earlier revision leaves it NULL: no stated bound).
  */
-#define TERSE_CODEC_ABI_REVISION 1u
+#define TERSE_CODEC_ABI_REVISION 2u
 
 /* Name of the entry point every plugin exports. */
 #define TERSE_CODEC_ENTRY_SYMBOL "terse_codec_entry_v1"
@@ -121,6 +123,20 @@ typedef enum terse_codec_status {
  * otherwise).  Without it the engine calls encode/decode, with the same
  * results, only slower. */
 #define TERSE_CODEC_FLAG_IDENTITY    (1u << 3)
+
+/* Revision 2: the kind of an end-to-end error bound a codec states
+ * (error_bound below), for one element r of a reduced result against the
+ * exact sum S of the ranks' inputs:
+ *   TERSE_BOUND_ABS: |r - S| <= value;
+ *   TERSE_BOUND_REL: |r - S| <= value * m, m the largest |x| any rank has
+ *                    in the chunk holding the element.
+ * Neither counts the final rounding of r to the output type (one unit in
+ * its last place). */
+typedef enum terse_bound_kind {
+    TERSE_BOUND_NONE = 0,
+    TERSE_BOUND_ABS  = 1,
+    TERSE_BOUND_REL  = 2
+} terse_bound_kind_t;
 
 /* One key=value pair of a codec specification, e.g. {"bits", "8"}. */
 typedef struct terse_codec_kv {
@@ -200,7 +216,15 @@ typedef struct terse_codec_descriptor {
                    void *out, size_t out_cap, size_t *out_len,
                    const terse_codec_call_t *call);
 
-    void *reserved[8];            /* must be NULL */
+    /* Revision 2, may be NULL (no stated bound): the bound the codec's
+     * contract gives for these parameters on nranks ranks, for every
+     * datatype it supports.  Writes *kind (terse_bound_kind_t) and *value,
+     * returns TERSE_CODEC_OK; TERSE_BOUND_NONE when these parameters state
+     * none.  The planner's TERSE_CODEC=auto compares it with the user's
+     * error budget. */
+    int (*error_bound)(const void *params, int nranks, int *kind, double *value);
+
+    void *reserved[7];            /* must be NULL */
 } terse_codec_descriptor_t;
 
 /* Type of the exported entry point. */

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -115,6 +116,17 @@ std::string plugin_message(char *err, int rc) {
 
 CodecParams::~CodecParams() {
     if (params_) plugin_->desc->free_params(params_);
+}
+
+terse_bound_kind_t CodecParams::stated_bound(int nranks, double *value) const {
+    *value = 0;
+    const terse_codec_descriptor_t *d = plugin_->desc;
+    if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) return TERSE_BOUND_ABS;
+    int kind = TERSE_BOUND_NONE;
+    if (!d->error_bound || d->error_bound(params_, nranks, &kind, value) != TERSE_CODEC_OK) return TERSE_BOUND_NONE;
+    if ((kind != TERSE_BOUND_ABS && kind != TERSE_BOUND_REL) || !(*value >= 0) || !std::isfinite(*value))
+        return TERSE_BOUND_NONE;
+    return static_cast<terse_bound_kind_t>(kind);
 }
 
 std::string CodecParams::canonical() const {

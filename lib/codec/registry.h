@@ -45,6 +45,10 @@ public:
     const void *get() const { return params_; }
     std::string canonical() const;  // "name:params_string"
     bool feedback_default() const { return plugin_->desc->flags & TERSE_CODEC_FLAG_FEEDBACK_DEFAULT; }
+    // The end-to-end error bound the codec states for these parameters on
+    // nranks ranks (descriptor's error_bound, ABI revision 2): lossless
+    // codecs state 0 absolute; TERSE_BOUND_NONE when it states none.
+    terse_bound_kind_t stated_bound(int nranks, double *value) const;
 private:
     const CodecPlugin *plugin_;
     void *params_;

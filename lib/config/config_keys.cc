@@ -25,6 +25,9 @@ const config_value::Choice<Algorithm> kAlgorithm{{{"auto", Algorithm::Auto},
                                                    {"recursive_doubling", Algorithm::RecursiveDoubling},
                                                    {"gather", Algorithm::Gather}}};
 
+const config_value::Choice<PlannerMode> kPlanner{{{"model", PlannerMode::Model},
+                                                   {"fixed", PlannerMode::Fixed}}};
+
 // One row: binds a name to a field of CommConfig (per communicator) or
 // GlobalConfig (process-wide) and to the kind of value it holds.  The
 // field's initialiser is the default.
@@ -82,6 +85,9 @@ std::vector<ConfigKey> make_table() {
             "error feedback for lossy codecs; default: the codec's choice"),
         row("verify", &CommConfig::verify, kBool, all,
             "also compute every call with the MPI library and record the difference"),
+        row("planner", &CommConfig::planner, kPlanner, all,
+            "model: per call the fastest of the MPI library, the lossless engine and the codec; "
+            "fixed: always the codec"),
         // Process-wide, from the environment only.
         row("plugin_path", &GlobalConfig::plugin_path, Text{"colon-separated directories"}, env,
             "directories searched for codec plugins before the install directory"),
@@ -218,6 +224,11 @@ Status config_key_apply(ConfigSource source, std::string_view spelled, std::stri
 
 const char *algorithm_name(Algorithm a) {
     const char *n = kAlgorithm.name_of(a);
+    return n ? n : "unknown";
+}
+
+const char *planner_name(PlannerMode p) {
+    const char *n = kPlanner.name_of(p);
     return n ? n : "unknown";
 }
 

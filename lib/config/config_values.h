@@ -100,6 +100,9 @@ struct Codec {
     std::vector<std::string> refused() const { return {"", "zfp:", "Zfp"}; }
 };
 
+// The candidates and budget of a spec the Codec kind accepted as auto.
+AutoCodec auto_codec_from(const CodecSpec &spec);
+
 extern const Choice<bool> kBool;
 // Error feedback: -1 the codec's default, 0 off, 1 on.
 extern const Choice<int> kFeedback;

@@ -14,6 +14,16 @@ enum class CollKind {
     Allgather           // sendbuf[count] -> recvbuf[count * size]
 };
 
+// "allreduce", "reduce-scatter", "allgather", for messages.
+inline const char *coll_kind_name(CollKind k) {
+    switch (k) {
+    case CollKind::Allreduce: return "allreduce";
+    case CollKind::ReduceScatterBlock: return "reduce-scatter";
+    case CollKind::Allgather: return "allgather";
+    }
+    return "collective";
+}
+
 enum class Priority { Low = 0, Normal = 1, High = 2 };
 
 // In place: Allreduce sendbuf == recvbuf.  ReduceScatterBlock: sendbuf ==

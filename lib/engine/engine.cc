@@ -143,7 +143,11 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
                     OpHandle *out) {
     const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
     size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
-    Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
+    return engine_start_plan(env, args, plan_collective(cfg, env.size, args, desc, max_chunk), prio, out);
+}
+
+Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &plan, Priority prio,
+                         OpHandle *out) {
     OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
     if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
     OpBase *built = nullptr;

@@ -45,6 +45,8 @@
 
 #include "config/config.h"
 #include "engine/coll_args.h"
+#include "engine/cost_model.h"
+#include "engine/planner.h"
 #include "engine/ports.h"
 #include "util/status.h"
 
@@ -84,6 +86,9 @@ struct EngineEnv {
     // steady-state calls allocate nothing; null gives each operation memory
     // of its own (unit tests).
     OpMemoryPool *memory = nullptr;
+    // When set, a finished operation writes here what it measured, agreed
+    // across ranks (its closing agreement carries it): the planner's input.
+    Observation *observed = nullptr;
     // The communicator's name, for messages: a copy (no allocation per
     // call, and the name may change while an operation runs), truncated.
     char comm_name[128] = "";
@@ -133,6 +138,9 @@ using OpHandle = std::unique_ptr<Operation, OpDeleter>;
 // this call.
 Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
                     OpHandle *op);
+// The same with a plan the caller made (the model planner, planner.h).
+Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &plan, Priority prio,
+                         OpHandle *op);
 // Progress op (and the transport) until done.
 Status engine_wait(Operation *op);
 

@@ -15,19 +15,6 @@
 
 namespace terse {
 
-namespace {
-
-const char *kind_name(CollKind k) {
-    switch (k) {
-    case CollKind::Allreduce: return "allreduce";
-    case CollKind::ReduceScatterBlock: return "reduce-scatter";
-    case CollKind::Allgather: return "allgather";
-    }
-    return "collective";
-}
-
-}  // namespace
-
 OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
     : mem_(mem), env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_size(args.dtype)),
       pool_(mem), agreed_(mem), agreed_off_(mem) {
@@ -223,9 +210,16 @@ Status OpBase::progress(bool *done) {
         // a corrupt frame there, a codec's decode, feedback's bookkeeping.
         // So the ranks agree on the outcome with one small allreduce, on
         // every path, lossless included.
+        // The planner's measurements ride on it (MAX over ranks: the
+        // slowest rank's time and codec time, the worst ratio), so that
+        // every rank updates its estimates with the same numbers.
         if (n_ > 1 && env_.control) {
-            close_flag_ = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
-            Status s = env_.control->iallreduce(&close_flag_, &close_flag_, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX,
+            close_[0] = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
+            close_[1] = now_seconds() - t_start_;
+            close_[2] = t_encode_ + t_decode_;
+            close_[3] = wire_raw_ ? double(wire_) / double(wire_raw_) : 1.0;
+            const size_t count = env_.observed ? 4 : 1;
+            Status s = env_.control->iallreduce(close_, close_, count, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX,
                                                 &close_req_);
             if (s != TERSE_OK) return finish_fatal(s);
             stage_ = Stage::Close;
@@ -235,7 +229,8 @@ Status OpBase::progress(bool *done) {
         Status s = TERSE_OK;
         if (!env_.control->test(&close_req_, &s)) return TERSE_OK;
         if (s != TERSE_OK) return finish_fatal(s);
-        if (close_flag_ > 0 && !poisoned_) fail_remote(uint32_t(close_flag_) - 1);
+        if (close_[0] > 0 && !poisoned_) fail_remote(uint32_t(close_[0]) - 1);
+        if (env_.observed && !poisoned_) *env_.observed = Observation{close_[1], close_[2], close_[3]};
         stage_ = Stage::Finish;
     }
     if (stage_ == Stage::Finish) {
@@ -286,7 +281,7 @@ Status OpBase::final_status() {
     return set_error(TERSE_ERR_REMOTE,
                      "terse %s on communicator '%s' failed on rank %u (see that rank's error message); "
                      "this rank's result is undefined",
-                     kind_name(args_.kind), env_.comm_name, fail_origin_);
+                     coll_kind_name(args_.kind), env_.comm_name, fail_origin_);
 }
 
 void OpBase::account() {
@@ -527,7 +522,7 @@ void OpBase::fail_local(Status s, const char *msg) {
     fail_status_ = s;
     fail_msg_ = msg;
     fail_origin_ = uint32_t(r_);
-    TERSE_LOG_DEBUG("%s on '%s' poisoned locally: %s", kind_name(args_.kind), env_.comm_name, msg);
+    TERSE_LOG_DEBUG("%s on '%s' poisoned locally: %s", coll_kind_name(args_.kind), env_.comm_name, msg);
 }
 
 void OpBase::fail_remote(uint32_t origin) {

@@ -231,8 +231,10 @@ private:
     OpVector<double> agreed_;
     OpVector<size_t> agreed_off_;
     ControlRequest agree_req_;
-    // Closing agreement on the outcome (see progress()).
-    double close_flag_ = 0;
+    // Closing agreement on the outcome (see progress()): the failure flag,
+    // then, when env_.observed asks, the operation's time, codec time and
+    // wire ratio.
+    double close_[4] = {0, 0, 0, 0};
     ControlRequest close_req_;
 
     std::optional<Verifier> verifier_;

@@ -4,6 +4,7 @@
 #include "capture/capture.h"
 #include "engine/error_feedback.h"
 #include "engine/planner.h"
+#include "engine/stats.h"
 #include "runtime/engine_ports.h"
 #include "util/dtype.h"
 #include "util/log.h"
@@ -33,11 +34,33 @@ void capture_input(const CommState *st, const CollArgs &a) {
 
 }  // namespace
 
-bool collective_eligible(const CommState *st, const CollArgs &a) {
-    if (!st) return false;
-    const terse_codec_descriptor_t *desc = st->codec_params ? st->codec_params->plugin()->desc : nullptr;
-    const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && st->codec[a.dtype];
-    return engine_eligible(st->config, st->size, desc, instance, a);
+CollectiveChoice collective_choose(CommState *st, const CollArgs &a) {
+    CollectiveChoice c;
+    if (!st) return c;
+    for (size_t i = 0; i < st->codecs.size() && i < 32; ++i) {
+        const CodecSlot &slot = st->codecs[i];
+        const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && slot.inst[a.dtype];
+        if (engine_eligible(st->config, st->size, slot.desc(), instance, a)) c.eligible |= 1u << i;
+    }
+    if (!st->selector) {
+        // TERSE_PLANNER=fixed: the configured codec whenever it can.
+        c.engine = c.eligible & 1u;
+        return c;
+    }
+    if (!c.eligible) return c;
+    c.model = true;
+    const size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(st->size) : a.count;
+    c.bytes = elems * dtype_size(a.dtype);
+    bool changed = false;
+    const bool debug = log_enabled(LogLevel::Debug);
+    std::string why;
+    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr);
+    if (changed && debug)
+        TERSE_LOG_DEBUG("planner: communicator %s, %s of %zu bytes: %s", st->describe().c_str(),
+                        coll_kind_name(a.kind), c.bytes, why.c_str());
+    c.engine = c.option.engine;
+    c.slot = c.engine ? size_t(c.option.codec) : 0;
+    return c;
 }
 
 void collective_passed(CommState *st) {
@@ -45,14 +68,21 @@ void collective_passed(CommState *st) {
     st->stats.count_passed();
 }
 
-Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHandle *op) {
+void collective_passed_timed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds) {
+    collective_passed(st);
+    if (st->selector) st->selector->note_local_time(args.kind, c.bytes, c.eligible, seconds);
+}
+
+Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,
+                        OpHandle *op, Observation *observed) {
     st->call_index++;
     capture_input(st, args);
     if (!st->ready)
         return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
     CodecInstance *ci = nullptr;
-    Status s = comm_state_codec(st, args.dtype, &ci);
+    Status s = comm_state_codec(st, choice.slot, args.dtype, &ci);
     if (s != TERSE_OK) return s;
+    const bool feedback = st->codecs[choice.slot].feedback;
     EngineEnv env;
     env.rank = st->rank;
     env.size = st->size;
@@ -60,8 +90,8 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.seq = st->seq++;
     env.verify = st->config.verify;
     env.codec = ci;
-    env.feedback = st->feedback;
-    if (st->feedback) {
+    env.feedback = feedback;
+    if (feedback) {
         if (!st->residuals) {
             try {
                 st->residuals = std::make_unique<FeedbackStore>();
@@ -71,19 +101,10 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
         }
         env.residuals = st->residuals.get();
     }
-    if (!st->op_memory) {
-        // The first intercepted collective on st: its ports and memory pool
-        // live as long as st.
-        try {
-            st->link = make_transport_link(&st->world_rank_of);
-            st->control = make_mpi_control(st->comm);
-            st->op_memory = std::make_unique<OpMemoryPool>();
-        } catch (const std::bad_alloc &) {
-            st->link.reset();
-            st->control.reset();
-            return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
-        }
-    }
+    // The first intercepted collective on st (fixed planner) makes its
+    // ports and memory pool, which live as long as st.
+    s = comm_state_ports(st);
+    if (s != TERSE_OK) return s;
     env.link = st->link.get();
     env.control = st->control.get();
     env.memory = st->op_memory.get();
@@ -91,14 +112,26 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.set_comm_name(st->name);
     size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
     st->stats.count_intercepted(elems * dtype_size(args.dtype));
-    return engine_start(env, st->config, args, prio, op);
+    if (!choice.model) return engine_start(env, st->config, args, prio, op);
+    env.observed = observed;
+    const size_t max_chunk = ci->setup().max_chunk_count;
+    const Plan plan = plan_schedule(st->config, st->selector->inputs().link, st->size, args, max_chunk,
+                                    choice.option.schedule);
+    return engine_start_plan(env, args, plan, prio, op);
 }
 
-Status collective_run(CommState *st, const CollArgs &args) {
+Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice) {
     OpHandle op;
-    Status s = collective_start(st, args, Priority::Normal, &op);
+    Observation ob;
+    const double t0 = choice.model ? now_seconds() : 0;
+    Status s = collective_start(st, args, choice, Priority::Normal, &op, choice.model ? &ob : nullptr);
     if (s != TERSE_OK) return s;
-    return engine_wait(op.get());
+    s = engine_wait(op.get());
+    if (choice.model && s == TERSE_OK) {
+        st->selector->note_local_time(args.kind, choice.bytes, choice.eligible, now_seconds() - t0);
+        st->selector->observe(args.kind, choice.bytes, choice.eligible, choice.option, ob);
+    }
+    return s;
 }
 
 }  // namespace terse

@@ -3,11 +3,16 @@
 #include "runtime/comm_state.h"
 
 #include "engine/error_feedback.h"
+#include "engine/selection.h"
+#include "runtime/cost_probe.h"
+#include "runtime/engine_ports.h"
 #include "runtime/runtime_internal.h"
 #include "util/dtype.h"
 #include "util/log.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -74,17 +79,19 @@ void CommState::reresolve() {
 
 namespace {
 
-// Local half of comm_state_ready: parse the codec and create its instances
-// for every datatype it supports.  Anything that can fail locally fails
-// here, before the agreement, so that all ranks learn of it together.
-Status prepare_codec(CommState *st) {
-    st->codec_params.reset();
-    for (auto &c : st->codec) c.reset();
-    if (!st->config.enable) return TERSE_OK;
+std::string bound_text(terse_bound_kind_t kind, double v) {
+    char buf[48];
+    snprintf(buf, sizeof buf, "%s:%g", kind == TERSE_BOUND_ABS ? "abs" : "rel", v);
+    return buf;
+}
+
+// One codec slot: the parsed parameters and an instance for every datatype
+// the codec supports.
+Status add_slot(CommState *st, std::unique_ptr<CodecParams> params) {
     Registry &reg = Registry::instance();
-    Status s = reg.parse_params(st->config.codec, &st->codec_params);
-    if (s != TERSE_OK) return s;
-    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
+    CodecSlot slot;
+    slot.params = std::move(params);
+    const terse_codec_descriptor_t *d = slot.desc();
     for (int dt = 1; dt < TERSE_DTYPE_MAX_; ++dt) {
         if (!(d->dtypes & TERSE_DTYPE_BIT(dt))) continue;
         size_t esize = dtype_size(static_cast<terse_dtype_t>(dt));
@@ -94,18 +101,114 @@ Status prepare_codec(CommState *st) {
         setup.mem_kind = TERSE_MEM_HOST;
         setup.nranks = st->size;
         setup.max_chunk_count = (st->config.chunk_bytes + esize - 1) / esize;
-        s = reg.create(*st->codec_params, setup, &st->codec[dt]);
+        Status s = reg.create(*slot.params, setup, &slot.inst[dt]);
         if (s != TERSE_OK) return s;
     }
-    bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
-    if (lossless)
-        st->feedback = false;
+    if (d->flags & TERSE_CODEC_FLAG_LOSSLESS)
+        slot.feedback = false;
     else if (st->config.feedback >= 0)
-        st->feedback = st->config.feedback == 1;
+        slot.feedback = st->config.feedback == 1;
     else
-        st->feedback = st->codec_params->feedback_default();
-    if (st->feedback && !st->residuals) st->residuals = std::make_unique<FeedbackStore>();
-    if (!st->feedback) st->residuals.reset();
+        slot.feedback = slot.params->feedback_default();
+    st->codecs.push_back(std::move(slot));
+    return TERSE_OK;
+}
+
+// Local half of comm_state_ready: parse the codecs the engine may run
+// (the configured one, or auto's candidates that meet its budget, and the
+// lossless identity for the model planner) and create their instances.
+// Anything that can fail locally fails here, before the agreement, so that
+// all ranks learn of it together.
+Status prepare_codec(CommState *st) {
+    st->codecs.clear();
+    if (!st->config.enable) return TERSE_OK;
+    Registry &reg = Registry::instance();
+    const bool is_auto = codec_is_auto(st->config.codec);
+    const AutoCodec au = is_auto ? auto_codec_of(st->config.codec) : AutoCodec{};
+    const std::vector<CodecSpec> specs = is_auto ? au.candidates : std::vector<CodecSpec>{st->config.codec};
+    const bool model = st->config.planner == PlannerMode::Model;
+    bool any_lossless = false;
+    for (const CodecSpec &spec : specs) {
+        std::unique_ptr<CodecParams> params;
+        Status s = reg.parse_params(spec, &params);
+        if (s != TERSE_OK) {
+            if (!is_auto) return s;
+            return set_error(s, "codec=auto: candidate '%s': %s", spec.text().c_str(), last_error());
+        }
+        const bool lossless = params->plugin()->lossless();
+        if (is_auto && au.budget != AutoCodec::Budget::None && !lossless) {
+            double v = 0;
+            const terse_bound_kind_t kind = params->stated_bound(st->size, &v);
+            const terse_bound_kind_t want = au.budget == AutoCodec::Budget::Abs ? TERSE_BOUND_ABS : TERSE_BOUND_REL;
+            if (kind == TERSE_BOUND_NONE)
+                return set_error(TERSE_ERR_INVALID,
+                                 "codec=auto: candidate '%s' states no error bound, so it cannot be held to "
+                                 "budget %s (accepted with a budget: lossless codecs and codecs that state "
+                                 "a bound, such as quantize and errbound)",
+                                 spec.text().c_str(), bound_text(want, au.budget_value).c_str());
+            if (kind != want || v > au.budget_value) {
+                TERSE_LOG_INFO("codec=auto on communicator %s: candidate '%s' left out: its bound %s does "
+                               "not meet budget %s", st->describe().c_str(), spec.text().c_str(),
+                               bound_text(kind, v).c_str(), bound_text(want, au.budget_value).c_str());
+                continue;
+            }
+        }
+        if (Status s2 = add_slot(st, std::move(params)); s2 != TERSE_OK) return s2;
+        any_lossless = any_lossless || lossless;
+    }
+    if (!any_lossless && (model || st->codecs.empty())) {
+        std::unique_ptr<CodecParams> params;
+        Status s = reg.parse_params(CodecSpec{}, &params);
+        if (s == TERSE_OK) s = add_slot(st, std::move(params));
+        if (s != TERSE_OK) return s;
+    }
+    bool feedback = false;
+    for (const CodecSlot &c : st->codecs) feedback = feedback || c.feedback;
+    if (feedback && !st->residuals) st->residuals = std::make_unique<FeedbackStore>();
+    if (!feedback) st->residuals.reset();
+    return TERSE_OK;
+}
+
+// The model's view of st's codecs.
+std::vector<CodecModel> codec_models(const CommState *st) {
+    std::vector<CodecModel> out;
+    for (const CodecSlot &c : st->codecs) {
+        const terse_codec_descriptor_t *d = c.desc();
+        CodecModel m;
+        m.name = c.params->canonical();
+        m.identity = codec_is_identity(d);
+        m.gather_only = d->mode == TERSE_REDUCE_GATHER;
+        m.agreements = d->mode == TERSE_REDUCE_SUMMABLE ? 2 : 1;
+        // Worst case until measured: what the codec may send for a large chunk.
+        for (int dt = 1; dt < TERSE_DTYPE_MAX_ && !m.identity; ++dt) {
+            const CodecInstance *ci = c.inst[dt].get();
+            if (!ci) continue;
+            const size_t n = std::min<size_t>(ci->setup().max_chunk_count, 1u << 16);
+            const size_t raw = n * dtype_size(static_cast<terse_dtype_t>(dt));
+            if (n && raw) m.prior_ratio = std::min(1.0, double(d->max_encoded_size(ci->get(), n)) / double(raw));
+            break;
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+// TERSE_PLANNER=model: measure st (collectively) and make its selector.
+Status prepare_selector(CommState *st) {
+    st->selector.reset();
+    if (!st->config.enable || st->config.planner != PlannerMode::Model || st->codecs.empty()) return TERSE_OK;
+    CostInputs in;
+    in.nranks = st->size;
+    if (st->size > 1) {
+        Status s = comm_state_ports(st);
+        if (s == TERSE_OK) s = probe_costs(st, &in);
+        if (s != TERSE_OK) return s;
+    }
+    try {
+        st->selector = std::make_unique<Selector>(in, codec_models(st), schedules_for(st->config.algorithm));
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for the planner of %s", st->describe().c_str());
+    }
     return TERSE_OK;
 }
 
@@ -214,6 +317,7 @@ Status comm_state_ready(CommState *st) {
         Status s = agree_ctx_id(st, &out[3]);
         if (s != TERSE_OK) return s;
     }
+    if (Status s = prepare_selector(st); s != TERSE_OK) return s;
     st->seq = 0;
     st->ready = true;
     runtime_gate_note(st, st->config.enable ? st->config.min_bytes : SIZE_MAX);
@@ -222,14 +326,33 @@ Status comm_state_ready(CommState *st) {
     return TERSE_OK;
 }
 
-Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out) {
-    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !st->codec[dtype]) {
-        *out = nullptr;
+Status comm_state_codec(CommState *st, size_t slot, terse_dtype_t dtype, CodecInstance **out) {
+    *out = nullptr;
+    if (slot >= st->codecs.size() || dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !st->codecs[slot].inst[dtype])
         return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' has no instance for datatype %d",
-                         st->config.codec.name.c_str(), static_cast<int>(dtype));
-    }
-    *out = st->codec[dtype].get();
+                         slot < st->codecs.size() ? st->codecs[slot].params->canonical().c_str()
+                                                  : st->config.codec.name.c_str(),
+                         static_cast<int>(dtype));
+    *out = st->codecs[slot].inst[dtype].get();
     return TERSE_OK;
+}
+
+Status comm_state_ports(CommState *st) {
+    if (st->op_memory) return TERSE_OK;
+    try {
+        st->link = make_transport_link(&st->world_rank_of);
+        st->control = make_mpi_control(st->comm);
+        st->op_memory = std::make_unique<OpMemoryPool>();
+    } catch (const std::bad_alloc &) {
+        st->link.reset();
+        st->control.reset();
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
+    }
+    return TERSE_OK;
+}
+
+std::string comm_state_planner_summary(const CommState *st, const char *indent) {
+    return st->selector ? st->selector->summary(indent) : std::string();
 }
 
 }  // namespace terse

@@ -42,6 +42,17 @@
 namespace terse {
 
 class FeedbackStore;  // error_feedback.h
+class Selector;       // engine/selection.h
+
+// One codec the engine may run on a communicator: its parameters and an
+// instance for each datatype it supports (created at agreement, the same
+// on every rank), and whether error feedback is on for it.
+struct CodecSlot {
+    std::unique_ptr<CodecParams> params;
+    std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> inst;
+    bool feedback = false;
+    const terse_codec_descriptor_t *desc() const { return params ? params->plugin()->desc : nullptr; }
+};
 
 // Cache-line aligned: the counters of two communicators used by two
 // threads must not share a line.
@@ -74,10 +85,15 @@ public:
     size_t gate_bytes = SIZE_MAX;    // agreed min_bytes lent to the pass-through gate (runtime's lock)
     uint32_t ctx_id = 0;             // agreed, unique among live contexts
     uint32_t seq = 0;                // per-operation sequence (tag field)
-    bool feedback = false;           // error feedback for the lossy codec
-    std::unique_ptr<CodecParams> codec_params;
-    std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> codec;  // by dtype, created lazily (collectively consistent)
-    std::unique_ptr<FeedbackStore> residuals;
+    // The codecs the engine may run: [0] the configured codec (auto: its
+    // first candidate that meets the budget), then auto's other candidates,
+    // then the lossless identity when the model planner may choose it and
+    // none of those is lossless.  Fixed planner: [0] only matters.
+    std::vector<CodecSlot> codecs;
+    std::unique_ptr<FeedbackStore> residuals;  // shared by the lossy slots
+    // TERSE_PLANNER=model: the measured model and each size class's choice
+    // (engine/selection.h), made at agreement; null with the fixed planner.
+    std::unique_ptr<Selector> selector;
 
     Stats stats;
     uint64_t call_index = 0;         // intercepted + passed, for capture sampling
@@ -117,6 +133,11 @@ CommState *comm_state_find(MPI_Comm comm);
 Status comm_state_ready(CommState *st);
 // Codec instance for dtype, created on first use (called in the same
 // collective on every rank, so creation is consistent).
-Status comm_state_codec(CommState *st, terse_dtype_t dtype, CodecInstance **out);
+Status comm_state_codec(CommState *st, size_t slot, terse_dtype_t dtype, CodecInstance **out);
+// The engine's ports and operation memory (link, control, op_memory),
+// made once and kept as long as st.
+Status comm_state_ports(CommState *st);
+// The planner's summary of st for TERSE_STATS (empty without one).
+std::string comm_state_planner_summary(const CommState *st, const char *indent);
 
 }  // namespace terse

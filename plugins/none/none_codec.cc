@@ -196,6 +196,7 @@ const terse_codec_descriptor_t kNoneDescriptor = {
     none_encode,
     none_decode,
     nullptr,  // combine
+    nullptr,  // error_bound: lossless, so the engine knows its bound (0)
     {},
 };
 
