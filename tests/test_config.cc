@@ -131,6 +131,84 @@ TEST(CodecSpec, Errors) {
     }
 }
 
+// --------------------------------------------------------------------- codec=auto
+
+TEST(CodecAuto, CandidatesAndBudget) {
+    CodecSpec s;
+    ASSERT_EQ(codec_spec_parse("auto:candidates=quantize:bits=8|quantize:bits=4,block=256|errbound:rel=1e-3,"
+                               "budget=rel:1e-2", "t", &s), TERSE_OK) << err();
+    EXPECT_TRUE(codec_is_auto(s));
+    const AutoCodec a = auto_codec_of(s);
+    ASSERT_EQ(a.candidates.size(), 3u);
+    EXPECT_EQ(a.candidates[0].text(), "quantize:bits=8");
+    EXPECT_EQ(a.candidates[1].text(), "quantize:bits=4,block=256");  // a candidate's second parameter
+    EXPECT_EQ(a.candidates[2].text(), "errbound:rel=1e-3");
+    EXPECT_EQ(a.budget, AutoCodec::Budget::Rel);
+    EXPECT_DOUBLE_EQ(a.budget_value, 1e-2);
+    // The canonical text parses back to the same, candidates in written order.
+    CodecSpec t;
+    ASSERT_EQ(codec_spec_parse(s.text(), "t", &t), TERSE_OK) << s.text() << ": " << err();
+    EXPECT_EQ(t.text(), s.text());
+    EXPECT_EQ(auto_codec_of(t).candidates[1].text(), "quantize:bits=4,block=256");
+    // Without a budget, and with an absolute one.
+    ASSERT_EQ(codec_spec_parse("auto:candidates=topk:ratio=0.01", "t", &s), TERSE_OK);
+    EXPECT_EQ(auto_codec_of(s).budget, AutoCodec::Budget::None);
+    ASSERT_EQ(codec_spec_parse("auto:budget=abs:0.5,candidates=errbound:abs=1e-3", "t", &s), TERSE_OK);
+    EXPECT_EQ(auto_codec_of(s).budget, AutoCodec::Budget::Abs);
+    EXPECT_DOUBLE_EQ(auto_codec_of(s).budget_value, 0.5);
+}
+
+TEST(CodecAuto, FeedbackIsTheEnginesKey) {
+    CommConfig cfg;
+    ASSERT_EQ(config_apply(&cfg, "codec", "auto:candidates=quantize:bits=4,feedback=on", "t"), TERSE_OK) << err();
+    EXPECT_EQ(cfg.feedback, 1);
+    EXPECT_EQ(cfg.codec.text(), "auto:candidates=quantize:bits=4");
+}
+
+TEST(CodecAuto, Errors) {
+    const BadSpec cases[] = {
+        {"auto", "auto needs candidates"},
+        {"auto:budget=rel:0.1", "auto needs candidates="},
+        {"auto:candidates=", "has no value"},
+        {"auto:candidates=quantize:bits=8,budget=", "has no value"},
+        {"auto:pick=quantize", "auto has no key 'pick'"},
+        {"auto:candidates=quantize|Zfp", "candidate 'Zfp'"},
+        {"auto:candidates=quantize||zfp", "the codec name is empty"},
+        {"auto:candidates=quantize|auto:candidates=zfp", "cannot be auto"},
+        {"auto:candidates=quantize:bits=8|quantize:bits=8", "given twice"},
+        {"auto:candidates=quantize,candidates=zfp", "'candidates' is given twice"},
+        {"auto:candidates=quantize,budget=1e-2", "is not abs:X or rel:X"},
+        {"auto:candidates=quantize,budget=max:1e-2", "is not abs:X or rel:X"},
+        {"auto:candidates=quantize,budget=rel:", "needs a number in (0, 1]"},
+        {"auto:candidates=quantize,budget=rel:2", "needs a number in (0, 1]"},
+        {"auto:candidates=quantize,budget=rel:1e-2x", "needs a number"},
+        {"auto:candidates=quantize,budget=abs:-1", "needs a number > 0"},
+        {"auto:candidates=quantize,budget=abs:inf", "needs a number > 0"},
+        {"auto:candidates=quantize,feedback=maybe", "parameter 'feedback' is not one of"},
+    };
+    for (const auto &c : cases) {
+        CodecSpec s;
+        s.name = "keep";
+        clear_error();
+        EXPECT_EQ(codec_spec_parse(c.text, "TERSE_CODEC", &s), TERSE_ERR_INVALID) << c.text;
+        const std::string msg = err();
+        expect_contains(msg, {"TERSE_CODEC", c.reason, "auto:candidates=CODEC[|CODEC...]"});
+        EXPECT_EQ(s.name, "keep") << c.text;
+    }
+}
+
+TEST(PlannerKey, ModelByDefaultFixedOnRequest) {
+    CommConfig cfg;
+    EXPECT_EQ(cfg.planner, PlannerMode::Model);
+    ASSERT_EQ(config_apply(&cfg, "planner", "fixed", "t"), TERSE_OK);
+    EXPECT_EQ(cfg.planner, PlannerMode::Fixed);
+    EXPECT_NE(cfg.canonical().find("planner=fixed"), std::string::npos);
+    clear_error();
+    EXPECT_EQ(config_apply(&cfg, "planner", "fastest", "TERSE_PLANNER"), TERSE_ERR_INVALID);
+    expect_contains(err(), {"TERSE_PLANNER", "'fastest'", "model", "fixed"});
+    EXPECT_EQ(cfg.planner, PlannerMode::Fixed);
+}
+
 // --------------------------------------------------------------------- sizes
 
 TEST(ParseSize, Suffixes) {
