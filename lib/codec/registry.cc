@@ -430,6 +430,32 @@ Status Registry::parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams
     }
 }
 
+Status Registry::parse_codecs(const CodecSpec &spec, std::vector<std::unique_ptr<CodecParams>> *out) {
+    out->clear();
+    if (!codec_is_auto(spec)) {
+        std::unique_ptr<CodecParams> p;
+        if (Status s = parse_params(spec, &p); s != TERSE_OK) return s;
+        out->push_back(std::move(p));
+        return TERSE_OK;
+    }
+    const AutoCodec au = auto_codec_of(spec);
+    for (const CodecSpec &c : au.candidates) {
+        std::unique_ptr<CodecParams> p;
+        if (Status s = parse_params(c, &p); s != TERSE_OK)
+            return set_error(s, "codec=auto: candidate '%s': %s", c.text().c_str(), last_error());
+        double v;
+        if (au.budget != AutoCodec::Budget::None && p->stated_bound(1, &v) == TERSE_BOUND_NONE)
+            return set_error(TERSE_ERR_INVALID,
+                             "codec=auto: candidate '%s' states no error bound, so it cannot be held to "
+                             "budget %s:%g (accepted with a budget: lossless codecs and codecs that state "
+                             "a bound, such as quantize and errbound)",
+                             c.text().c_str(), au.budget == AutoCodec::Budget::Abs ? "abs" : "rel",
+                             au.budget_value);
+        out->push_back(std::move(p));
+    }
+    return TERSE_OK;
+}
+
 Status Registry::create(const CodecParams &params, const terse_codec_setup_t &setup,
                         std::unique_ptr<CodecInstance> *out) {
     const CodecPlugin *plugin = params.plugin();

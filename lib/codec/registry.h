@@ -93,6 +93,12 @@ public:
     // "feedback" is not passed to the plugin.
     Status parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams> *out);
 
+    // The codecs a configured spec names: itself, or each candidate of
+    // TERSE_CODEC=auto (config.h), parsed.  An unknown candidate, or one
+    // that states no error bound (CodecParams::stated_bound) while auto
+    // has a budget, is an error naming it.
+    Status parse_codecs(const CodecSpec &spec, std::vector<std::unique_ptr<CodecParams>> *out);
+
     Status create(const CodecParams &params, const terse_codec_setup_t &setup,
                   std::unique_ptr<CodecInstance> *out);
 

@@ -125,35 +125,26 @@ Status prepare_codec(CommState *st) {
     Registry &reg = Registry::instance();
     const bool is_auto = codec_is_auto(st->config.codec);
     const AutoCodec au = is_auto ? auto_codec_of(st->config.codec) : AutoCodec{};
-    const std::vector<CodecSpec> specs = is_auto ? au.candidates : std::vector<CodecSpec>{st->config.codec};
     const bool model = st->config.planner == PlannerMode::Model;
+    std::vector<std::unique_ptr<CodecParams>> parsed;
+    if (Status s = reg.parse_codecs(st->config.codec, &parsed); s != TERSE_OK) return s;
     bool any_lossless = false;
-    for (const CodecSpec &spec : specs) {
-        std::unique_ptr<CodecParams> params;
-        Status s = reg.parse_params(spec, &params);
-        if (s != TERSE_OK) {
-            if (!is_auto) return s;
-            return set_error(s, "codec=auto: candidate '%s': %s", spec.text().c_str(), last_error());
-        }
+    for (std::unique_ptr<CodecParams> &params : parsed) {
         const bool lossless = params->plugin()->lossless();
-        if (is_auto && au.budget != AutoCodec::Budget::None && !lossless) {
+        if (au.budget != AutoCodec::Budget::None && !lossless) {
+            // Candidates whose bound on this many ranks exceeds the budget
+            // are left out (auto's own grammar is checked by parse_codecs).
             double v = 0;
             const terse_bound_kind_t kind = params->stated_bound(st->size, &v);
             const terse_bound_kind_t want = au.budget == AutoCodec::Budget::Abs ? TERSE_BOUND_ABS : TERSE_BOUND_REL;
-            if (kind == TERSE_BOUND_NONE)
-                return set_error(TERSE_ERR_INVALID,
-                                 "codec=auto: candidate '%s' states no error bound, so it cannot be held to "
-                                 "budget %s (accepted with a budget: lossless codecs and codecs that state "
-                                 "a bound, such as quantize and errbound)",
-                                 spec.text().c_str(), bound_text(want, au.budget_value).c_str());
             if (kind != want || v > au.budget_value) {
                 TERSE_LOG_INFO("codec=auto on communicator %s: candidate '%s' left out: its bound %s does "
-                               "not meet budget %s", st->describe().c_str(), spec.text().c_str(),
+                               "not meet budget %s", st->describe().c_str(), params->canonical().c_str(),
                                bound_text(kind, v).c_str(), bound_text(want, au.budget_value).c_str());
                 continue;
             }
         }
-        if (Status s2 = add_slot(st, std::move(params)); s2 != TERSE_OK) return s2;
+        if (Status s = add_slot(st, std::move(params)); s != TERSE_OK) return s;
         any_lossless = any_lossless || lossless;
     }
     if (!any_lossless && (model || st->codecs.empty())) {

@@ -200,8 +200,8 @@ Status runtime_init(int provided) {
     // Check the default codec now so a typo fails at start-up with its
     // message, not at the first large allreduce.
     if (g_rt.env_defaults.enable) {
-        std::unique_ptr<CodecParams> p;
-        s = Registry::instance().parse_params(g_rt.env_defaults.codec, &p);
+        std::vector<std::unique_ptr<CodecParams>> p;
+        s = Registry::instance().parse_codecs(g_rt.env_defaults.codec, &p);
         if (s != TERSE_OK) return s;
     }
     s = capture_open(g_rt.global, wrank, wsize);
