@@ -8,6 +8,10 @@
 //                          (engine_eligible), and which schedule, chunk size,
 //                          depth (a pure function of the call's matching
 //                          arguments and agreed config)
+//   cost_model.h/.cc       alpha-beta-gamma costs of the schedules and the
+//                          MPI library, from measured inputs; pipeline shape
+//   selection.h/.cc        TERSE_PLANNER=model: per size class the fastest
+//                          of the MPI library and each codec on each schedule
 //   op_base.h/.cc          OpBase, what every operation shares: frames, poisoned
 //                          mode, error feedback, summable statistics, verification
 //   schedules/             the algorithms, each an OpBase:
