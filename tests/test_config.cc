@@ -96,6 +96,22 @@ TEST(CodecSpec, CanonicalTextParsesBack) {
 
 struct BadSpec { const char *text, *reason; };
 
+// Each spec is refused naming the variable, the spec, the reason and the
+// accepted form, and leaves the output as it was.
+template <size_t N>
+void expect_refused(const BadSpec (&cases)[N], const char *accepted) {
+    for (const auto &c : cases) {
+        CodecSpec s;
+        s.name = "keep";
+        clear_error();
+        EXPECT_EQ(codec_spec_parse(c.text, "TERSE_CODEC", &s), TERSE_ERR_INVALID) << c.text;
+        const std::string msg = err();
+        expect_contains(msg, {"TERSE_CODEC", "codec", c.reason, accepted});
+        EXPECT_NE(msg.find(std::string("'") + c.text + "'"), std::string::npos) << msg;
+        EXPECT_EQ(s.name, "keep") << "a refused spec must leave the output unchanged: " << c.text;
+    }
+}
+
 TEST(CodecSpec, Errors) {
     const BadSpec cases[] = {
         {"", "name is empty"},
@@ -118,17 +134,7 @@ TEST(CodecSpec, Errors) {
         {"quantize:bits=\t4", "contains"},
         {"quantize:feedback=sometimes", "parameter 'feedback' is not one of default, 1, 0, on, off"},
     };
-    for (const auto &c : cases) {
-        CodecSpec s;
-        s.name = "keep";
-        clear_error();
-        EXPECT_EQ(codec_spec_parse(c.text, "TERSE_CODEC", &s), TERSE_ERR_INVALID) << c.text;
-        const std::string msg = err();
-        expect_contains(msg, {"TERSE_CODEC", "codec", c.reason,
-                              "codec[:key=value[,key=value...]]"});
-        EXPECT_NE(msg.find(std::string("'") + c.text + "'"), std::string::npos) << msg;
-        EXPECT_EQ(s.name, "keep") << "a refused spec must leave the output unchanged";
-    }
+    expect_refused(cases, "codec[:key=value[,key=value...]]");
 }
 
 // --------------------------------------------------------------------- codec=auto
@@ -186,15 +192,7 @@ TEST(CodecAuto, Errors) {
         {"auto:candidates=quantize,budget=abs:inf", "needs a number > 0"},
         {"auto:candidates=quantize,feedback=maybe", "parameter 'feedback' is not one of"},
     };
-    for (const auto &c : cases) {
-        CodecSpec s;
-        s.name = "keep";
-        clear_error();
-        EXPECT_EQ(codec_spec_parse(c.text, "TERSE_CODEC", &s), TERSE_ERR_INVALID) << c.text;
-        const std::string msg = err();
-        expect_contains(msg, {"TERSE_CODEC", c.reason, "auto:candidates=CODEC[|CODEC...]"});
-        EXPECT_EQ(s.name, "keep") << c.text;
-    }
+    expect_refused(cases, "auto:candidates=CODEC[|CODEC...]");
 }
 
 TEST(PlannerKey, ModelByDefaultFixedOnRequest) {
@@ -354,14 +352,14 @@ TEST(ConfigApply, UnknownKeySuggestsClosest) {
         EXPECT_EQ(config_apply(&cfg, key, "1", "config file a.conf:3"), TERSE_ERR_INVALID);
         expect_contains(err(), {"config file a.conf:3", "unknown key", key,
                                 "enable, codec, min_bytes, chunk_bytes, pipeline_depth, "
-                                "algorithm, feedback, verify"});
+                                "algorithm, feedback, verify, planner"});
         EXPECT_NE(err().find(std::string("did you mean '") + near + "'"), std::string::npos) << err();
     }
 }
 
 TEST(ConfigApply, KeysListed) {
     const std::vector<std::string> want = {"enable", "codec", "min_bytes", "chunk_bytes",
-                                           "pipeline_depth", "algorithm", "feedback", "verify"};
+                                           "pipeline_depth", "algorithm", "feedback", "verify", "planner"};
     EXPECT_EQ(config_keys(), want);
 }
 
@@ -371,7 +369,7 @@ TEST(Canonical, Default) {
     CommConfig cfg;
     EXPECT_EQ(cfg.canonical(),
               "enable=1 codec=none min_bytes=65536 chunk_bytes=1048576 pipeline_depth=4 "
-              "algorithm=auto feedback=default verify=0");
+              "algorithm=auto feedback=default verify=0 planner=model");
     EXPECT_EQ(cfg.hash(), fnv1a(cfg.canonical()));
     EXPECT_EQ(CommConfig{}.hash(), cfg.hash());
     // FNV-1a's published test vector pins the constants.
@@ -437,7 +435,7 @@ TEST(Environment, ReadsEverything) {
     ASSERT_EQ(config_read_environment(&g, &d, env.get()), TERSE_OK) << err();
     EXPECT_EQ(d.canonical(),
               "enable=0 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=262144 pipeline_depth=8 "
-              "algorithm=ring feedback=0 verify=1");
+              "algorithm=ring feedback=0 verify=1 planner=model");
     EXPECT_EQ(g.plugin_path, "/a:/b");
     EXPECT_EQ(g.config_file, "/etc/terse.conf");
     EXPECT_EQ(g.stats, 2);
@@ -569,10 +567,10 @@ TEST(Environment, VariableList) {
     const auto &v = config_environment_variables();
     for (const char *n : {"TERSE_ENABLE", "TERSE_CODEC", "TERSE_MIN_BYTES", "TERSE_CHUNK_BYTES",
                           "TERSE_PIPELINE_DEPTH", "TERSE_ALGORITHM", "TERSE_FEEDBACK",
-                          "TERSE_VERIFY", "TERSE_PLUGIN_PATH", "TERSE_CONFIG", "TERSE_STATS",
+                          "TERSE_VERIFY", "TERSE_PLANNER", "TERSE_PLUGIN_PATH", "TERSE_CONFIG", "TERSE_STATS",
                           "TERSE_LOG", "TERSE_CAPTURE", "TERSE_CAPTURE_INTERVAL"})
         EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
-    EXPECT_EQ(v.size(), 14u);
+    EXPECT_EQ(v.size(), 15u);
 }
 
 // --------------------------------------------------------------------- config file
@@ -609,7 +607,7 @@ TEST(ConfigFileTest, GlobsApplyInFileOrder) {
     ASSERT_EQ(f.apply("MPI_COMM_WORLD", &world), TERSE_OK) << err();
     EXPECT_EQ(world.canonical(),
               "enable=1 codec=quantize:bits=8 min_bytes=32768 chunk_bytes=524288 "
-              "pipeline_depth=2 algorithm=auto feedback=default verify=0");
+              "pipeline_depth=2 algorithm=auto feedback=default verify=0 planner=model");
 
     CommConfig s12;
     ASSERT_EQ(f.apply("solver_12", &s12), TERSE_OK) << err();
@@ -843,14 +841,14 @@ TEST(Precedence, DefaultsEnvFileInfoOverrides) {
     ASSERT_EQ(config_apply_overrides(ov, &c), TERSE_OK);  // < overrides
     EXPECT_EQ(c.canonical(),
               "enable=1 codec=none min_bytes=1024 chunk_bytes=131072 pipeline_depth=5 "
-              "algorithm=gather feedback=default verify=0");
+              "algorithm=gather feedback=default verify=0 planner=model");
 
     // A communicator no specific section matches keeps the env where the file is silent.
     CommConfig o = defaults;
     ASSERT_EQ(f.apply("solver", &o), TERSE_OK);
     EXPECT_EQ(o.canonical(),
               "enable=1 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=131072 pipeline_depth=2 "
-              "algorithm=ring feedback=default verify=0");
+              "algorithm=ring feedback=default verify=0 planner=model");
 }
 
 }  // namespace
