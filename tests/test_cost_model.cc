@@ -139,6 +139,10 @@ TEST(Selection, SharedMemoryGoesToTheMpiLibrary) {
         }
         EXPECT_FALSE(p.engine) << b;
     }
+    // TERSE_STATS: each class, its choice and why (the runner-up's prediction).
+    const std::string sum = s.summary("  ");
+    EXPECT_NE(sum.find("  allreduce 1M..2M: pmpi calls="), std::string::npos) << sum;
+    EXPECT_NE(sum.find(" next=none/"), std::string::npos) << sum;
 }
 
 TEST(Selection, SlowLinkCompressesWhereItPays) {

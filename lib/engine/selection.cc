@@ -200,6 +200,16 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
         c.decided = true;
     }
     c.predicted = predict_in(&c, c.choice, kind, bytes);
+    // The runner-up, so that TERSE_STATS says why.
+    c.next_predicted = -1;
+    for (const Option &o : all_) {
+        if (o == c.choice || !allowed(o)) continue;
+        const double t = predict_in(&c, o, kind, bytes);
+        if (c.next_predicted < 0 || t < c.next_predicted) {
+            c.next_predicted = t;
+            c.next = o;
+        }
+    }
     return c.choice;
 }
 
@@ -243,10 +253,12 @@ std::string Selector::summary(const char *indent) const {
         out += option_name(c.choice);
         out += c.pinned ? " (pinned)" : "";
         char tail[200];
-        snprintf(tail, sizeof tail, " calls=%" PRIu64 " predicted=%s measured=%s changes=%" PRIu64 "\n", c.calls,
+        snprintf(tail, sizeof tail, " calls=%" PRIu64 " predicted=%s measured=%s changes=%" PRIu64, c.calls,
                  time_text(c.predicted).c_str(),
                  c.calls ? time_text(c.local_seconds / double(c.calls)).c_str() : "-", c.changes);
         out += tail;
+        if (c.next_predicted >= 0) out += " next=" + option_name(c.next) + ":" + time_text(c.next_predicted);
+        out += "\n";
     }
     return out;
 }

@@ -115,6 +115,8 @@ private:
         bool decided = false, pinned = false;
         Option choice;
         double predicted = 0;  // of the choice, at the last call
+        Option next;           // the fastest other option at the last call (why: next_predicted)
+        double next_predicted = -1;
         uint64_t calls = 0, changes = 0;
         double local_seconds = 0;  // sum over calls, this rank's clock
         std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
