@@ -79,7 +79,7 @@ const terse_codec_descriptor_t kIdentity = {
         TERSE_DTYPE_BIT(TERSE_DTYPE_INT64) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT16) | TERSE_DTYPE_BIT(TERSE_DTYPE_BFLOAT16),
     TERSE_MEM_HOST, TERSE_CODEC_FLAG_LOSSLESS | TERSE_CODEC_FLAG_IDENTITY, TERSE_REDUCE_RECOMPRESS,
     parse_none, free_none, params_none, create_any, destroy_any, id_max, nullptr, nullptr,
-    id_encode, id_decode, nullptr, {}};
+    id_encode, id_decode, nullptr, nullptr, {}};
 
 // ---------------------------------------------------------------- trunc (recompress)
 
@@ -115,7 +115,7 @@ const terse_codec_descriptor_t kTrunc = {
     TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "trunc", "float to bfloat16", "",
     TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64), TERSE_MEM_HOST, 0,
     TERSE_REDUCE_RECOMPRESS, parse_none, free_none, params_none, create_any, destroy_any, tr_max, nullptr, nullptr,
-    tr_encode, tr_decode, nullptr, {}};
+    tr_encode, tr_decode, nullptr, nullptr, {}};
 
 // ---------------------------------------------------------------- fixq (summable)
 
@@ -172,7 +172,7 @@ const terse_codec_descriptor_t kFixq = {
     TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "fixq", "fixed point", "",
     TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64), TERSE_MEM_HOST,
     TERSE_CODEC_FLAG_ERROR_BOUND, TERSE_REDUCE_SUMMABLE, parse_none, free_none, params_none, create_any,
-    destroy_any, fq_max, fq_stats_count, fq_stats, fq_encode, fq_decode, fq_combine, {}};
+    destroy_any, fq_max, fq_stats_count, fq_stats, fq_encode, fq_decode, fq_combine, nullptr, {}};
 
 // ---------------------------------------------------------------- sparse (gather)
 
@@ -224,7 +224,7 @@ int sp_decode(void *, const void *src, size_t len, void *dst, size_t n, int acc,
 const terse_codec_descriptor_t kSparse = {
     TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "sparse", "top quarter", "",
     TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32), TERSE_MEM_HOST, 0, TERSE_REDUCE_GATHER, parse_none, free_none,
-    params_none, create_any, destroy_any, sp_max, nullptr, nullptr, sp_encode, sp_decode, nullptr, {}};
+    params_none, create_any, destroy_any, sp_max, nullptr, nullptr, sp_encode, sp_decode, nullptr, nullptr, {}};
 
 uint32_t name_id(const char *s) {
     uint32_t h = 2166136261u;

@@ -176,35 +176,83 @@ private:
 class Collectives {
 public:
     explicit Collectives(int n) : n_(n), counter_(n, 0) {}
+    // Allreduce: out = op over ranks of in (count elements).
     void join(int rank, const void *in, void *out, size_t count, terse_dtype_t dt, terse_op_t op,
               ControlRequest *r) {
-        int idx = counter_[rank]++;
-        Call &c = calls_[idx];
-        if (c.contrib.empty()) {
-            c.contrib.resize(n_);
-            c.outs.resize(n_);
+        std::vector<size_t> counts(static_cast<size_t>(n_), count), displs(static_cast<size_t>(n_), 0);
+        enter(rank, Kind::Allreduce, in, out, counts.data(), displs.data(), count, dt, op, r);
+    }
+    // Reduce-scatter: rank q gets its counts[q] elements of the sum at out.
+    void join_reduce_scatter(int rank, const void *in, void *out, const int *counts, terse_dtype_t dt,
+                             terse_op_t op, ControlRequest *r) {
+        std::vector<size_t> c(static_cast<size_t>(n_)), d(static_cast<size_t>(n_), 0);
+        size_t total = 0;
+        for (int q = 0; q < n_; ++q) {
+            c[size_t(q)] = size_t(counts[q]);
+            d[size_t(q)] = total;
+            total += c[size_t(q)];
         }
-        size_t bytes = count * dtype_size(dt);
-        c.contrib[rank].assign(static_cast<const uint8_t *>(in), static_cast<const uint8_t *>(in) + bytes);
-        c.outs[rank] = out;
-        r->storage.emplace<int>(idx);
-        r->active = true;
-        if (++c.joined == n_) {
-            std::vector<uint8_t> acc = c.contrib[0];
-            for (int q = 1; q < n_; ++q) reduce_inplace(dt, op, acc.data(), c.contrib[q].data(), count);
-            for (int q = 0; q < n_; ++q) std::memcpy(c.outs[q], acc.data(), bytes);
-            c.complete = true;
+        enter(rank, Kind::ReduceScatter, in, out, c.data(), d.data(), total, dt, op, r);
+    }
+    // Allgather in place: rank q's counts[q] elements at buf + displs[q].
+    void join_allgatherv(int rank, void *buf, const int *counts, const int *displs, terse_dtype_t dt,
+                         ControlRequest *r) {
+        std::vector<size_t> c(static_cast<size_t>(n_)), d(static_cast<size_t>(n_));
+        for (int q = 0; q < n_; ++q) {
+            c[size_t(q)] = size_t(counts[q]);
+            d[size_t(q)] = size_t(displs[q]);
         }
+        enter(rank, Kind::Allgather, buf, buf, c.data(), d.data(), 0, dt, TERSE_OP_SUM, r);
     }
     bool complete(int idx) { return calls_[idx].complete; }
 
 private:
+    enum class Kind { Allreduce, ReduceScatter, Allgather };
     struct Call {
         std::vector<std::vector<uint8_t>> contrib;
         std::vector<void *> outs;
         int joined = 0;
         bool complete = false;
     };
+
+    void enter(int rank, Kind kind, const void *in, void *out, const size_t *counts, const size_t *displs,
+               size_t total, terse_dtype_t dt, terse_op_t op, ControlRequest *r) {
+        int idx = counter_[rank]++;
+        Call &c = calls_[idx];
+        if (c.contrib.empty()) {
+            c.contrib.resize(n_);
+            c.outs.resize(n_);
+        }
+        const size_t es = dtype_size(dt);
+        const uint8_t *from = static_cast<const uint8_t *>(in);
+        size_t bytes = total * es;
+        if (kind == Kind::Allgather) {
+            from += displs[rank] * es;
+            bytes = counts[rank] * es;
+        }
+        c.contrib[rank].assign(from, from + bytes);
+        c.outs[rank] = out;
+        r->storage.emplace<int>(idx);
+        r->active = true;
+        if (++c.joined < n_) return;
+        if (kind == Kind::Allgather) {
+            for (int q = 0; q < n_; ++q)
+                for (int p = 0; p < n_; ++p)
+                    std::memcpy(static_cast<uint8_t *>(c.outs[q]) + displs[p] * es, c.contrib[p].data(),
+                                c.contrib[p].size());
+        } else {
+            std::vector<uint8_t> acc = c.contrib[0];
+            for (int q = 1; q < n_; ++q) reduce_inplace(dt, op, acc.data(), c.contrib[q].data(), total);
+            for (int q = 0; q < n_; ++q) {
+                if (kind == Kind::Allreduce)
+                    std::memcpy(c.outs[q], acc.data(), bytes);
+                else
+                    std::memcpy(c.outs[q], acc.data() + displs[q] * es, counts[q] * es);
+            }
+        }
+        c.complete = true;
+    }
+
     int n_;
     std::vector<int> counter_;
     std::map<int, Call> calls_;
@@ -216,6 +264,16 @@ public:
     Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dt, terse_op_t op,
                       ControlRequest *r) override {
         c_->join(rank_, in, out, count, dt, op, r);
+        return TERSE_OK;
+    }
+    Status ireduce_scatter(const void *in, void *out, const int *counts, terse_dtype_t dt, terse_op_t op,
+                           ControlRequest *r) override {
+        c_->join_reduce_scatter(rank_, in, out, counts, dt, op, r);
+        return TERSE_OK;
+    }
+    Status iallgatherv(void *buf, const int *counts, const int *displs, terse_dtype_t dt,
+                       ControlRequest *r) override {
+        c_->join_allgatherv(rank_, buf, counts, displs, dt, r);
         return TERSE_OK;
     }
     bool test(ControlRequest *r, Status *status) override {

@@ -327,6 +327,31 @@ TEST(ConfigApply, Algorithm) {
     EXPECT_STREQ(algorithm_name(Algorithm::Gather), "gather");
 }
 
+TEST(ConfigApply, GuardInsideCodecSpecGoesToGuardKey) {
+    CommConfig c = applied("codec", "quantize:bits=8,guard=100,feedback=on");
+    EXPECT_EQ(c.codec.text(), "quantize:bits=8");
+    EXPECT_EQ(c.guard, 100u);
+    EXPECT_EQ(c.feedback, 1);
+    // Without the parameter the guard setting stays as it was.
+    ASSERT_EQ(config_apply(&c, "codec", "quantize:bits=4", "t"), TERSE_OK);
+    EXPECT_EQ(c.guard, 100u);
+    expect_bad("codec", "quantize:bits=8,guard=often",
+               {"'quantize:bits=8,guard=often'", "parameter 'guard'", "an integer 0..1000000000"});
+}
+
+TEST(ConfigApply, GuardBudget) {
+    CommConfig c = applied("guard_budget", "abs:1e-4");
+    EXPECT_EQ(c.guard_budget.kind, ErrorBudget::Abs);
+    EXPECT_EQ(c.guard_budget.value, 1e-4);
+    c = applied("guard_budget", "REL:0.01");
+    EXPECT_EQ(c.guard_budget.kind, ErrorBudget::Rel);
+    EXPECT_EQ(c.guard_budget.value, 0.01);
+    EXPECT_EQ(applied("guard_budget", "off").guard_budget.kind, ErrorBudget::None);
+    expect_bad("guard_budget", "abs:0", {"'abs:0'", "not a finite number > 0", "rel:<fraction>"});
+    expect_bad("guard_budget", "norm:1e-3", {"'norm:1e-3'", "abs:<bound> or rel:"});
+    expect_bad("guard_budget", "rel:inf", {"'rel:inf'", "not a finite number > 0"});
+}
+
 TEST(ConfigApply, Feedback) {
     EXPECT_EQ(applied("feedback", "on").feedback, 1);
     EXPECT_EQ(applied("feedback", "1").feedback, 1);
@@ -352,14 +377,15 @@ TEST(ConfigApply, UnknownKeySuggestsClosest) {
         EXPECT_EQ(config_apply(&cfg, key, "1", "config file a.conf:3"), TERSE_ERR_INVALID);
         expect_contains(err(), {"config file a.conf:3", "unknown key", key,
                                 "enable, codec, min_bytes, chunk_bytes, pipeline_depth, "
-                                "algorithm, feedback, verify, planner"});
+                                "algorithm, feedback, verify, guard, guard_budget, tune_file, planner"});
         EXPECT_NE(err().find(std::string("did you mean '") + near + "'"), std::string::npos) << err();
     }
 }
 
 TEST(ConfigApply, KeysListed) {
     const std::vector<std::string> want = {"enable", "codec", "min_bytes", "chunk_bytes",
-                                           "pipeline_depth", "algorithm", "feedback", "verify", "planner"};
+                                           "pipeline_depth", "algorithm", "feedback", "verify",
+                                           "guard", "guard_budget", "tune_file", "planner"};
     EXPECT_EQ(config_keys(), want);
 }
 
@@ -369,7 +395,7 @@ TEST(Canonical, Default) {
     CommConfig cfg;
     EXPECT_EQ(cfg.canonical(),
               "enable=1 codec=none min_bytes=65536 chunk_bytes=1048576 pipeline_depth=4 "
-              "algorithm=auto feedback=default verify=0 planner=model");
+              "algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
     EXPECT_EQ(cfg.hash(), fnv1a(cfg.canonical()));
     EXPECT_EQ(CommConfig{}.hash(), cfg.hash());
     // FNV-1a's published test vector pins the constants.
@@ -428,14 +454,14 @@ TEST(Environment, ReadsEverything) {
     Env env{"PATH=/bin", "TERSE_ENABLE=0", "TERSE_CODEC=quantize:bits=8",
             "TERSE_MIN_BYTES=1K", "TERSE_CHUNK_BYTES=256K", "TERSE_PIPELINE_DEPTH=8",
             "TERSE_ALGORITHM=ring", "TERSE_FEEDBACK=off", "TERSE_VERIFY=1",
-            "TERSE_PLUGIN_PATH=/a:/b", "TERSE_CONFIG=/etc/terse.conf", "TERSE_STATS=all",
+            "TERSE_GUARD=100", "TERSE_GUARD_BUDGET=rel:1e-3", "TERSE_PLUGIN_PATH=/a:/b", "TERSE_CONFIG=/etc/terse.conf", "TERSE_STATS=all",
             "TERSE_LOG=debug", "TERSE_CAPTURE=/tmp/cap", "TERSE_CAPTURE_INTERVAL=10"};
     GlobalConfig g;
     CommConfig d;
     ASSERT_EQ(config_read_environment(&g, &d, env.get()), TERSE_OK) << err();
     EXPECT_EQ(d.canonical(),
               "enable=0 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=262144 pipeline_depth=8 "
-              "algorithm=ring feedback=0 verify=1 planner=model");
+              "algorithm=ring feedback=0 verify=1 guard=100 guard_budget=rel:0.001 tune_file= planner=model");
     EXPECT_EQ(g.plugin_path, "/a:/b");
     EXPECT_EQ(g.config_file, "/etc/terse.conf");
     EXPECT_EQ(g.stats, 2);
@@ -567,10 +593,11 @@ TEST(Environment, VariableList) {
     const auto &v = config_environment_variables();
     for (const char *n : {"TERSE_ENABLE", "TERSE_CODEC", "TERSE_MIN_BYTES", "TERSE_CHUNK_BYTES",
                           "TERSE_PIPELINE_DEPTH", "TERSE_ALGORITHM", "TERSE_FEEDBACK",
-                          "TERSE_VERIFY", "TERSE_PLANNER", "TERSE_PLUGIN_PATH", "TERSE_CONFIG", "TERSE_STATS",
-                          "TERSE_LOG", "TERSE_CAPTURE", "TERSE_CAPTURE_INTERVAL"})
+                          "TERSE_VERIFY", "TERSE_GUARD", "TERSE_GUARD_BUDGET", "TERSE_TUNE_FILE", "TERSE_PLANNER",
+                          "TERSE_PLUGIN_PATH", "TERSE_CONFIG", "TERSE_STATS", "TERSE_LOG", "TERSE_CAPTURE",
+                          "TERSE_CAPTURE_INTERVAL", "TERSE_NODE_KEY"})
         EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
-    EXPECT_EQ(v.size(), 15u);
+    EXPECT_EQ(v.size(), 19u);
 }
 
 // --------------------------------------------------------------------- config file
@@ -607,7 +634,7 @@ TEST(ConfigFileTest, GlobsApplyInFileOrder) {
     ASSERT_EQ(f.apply("MPI_COMM_WORLD", &world), TERSE_OK) << err();
     EXPECT_EQ(world.canonical(),
               "enable=1 codec=quantize:bits=8 min_bytes=32768 chunk_bytes=524288 "
-              "pipeline_depth=2 algorithm=auto feedback=default verify=0 planner=model");
+              "pipeline_depth=2 algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
 
     CommConfig s12;
     ASSERT_EQ(f.apply("solver_12", &s12), TERSE_OK) << err();
@@ -841,14 +868,14 @@ TEST(Precedence, DefaultsEnvFileInfoOverrides) {
     ASSERT_EQ(config_apply_overrides(ov, &c), TERSE_OK);  // < overrides
     EXPECT_EQ(c.canonical(),
               "enable=1 codec=none min_bytes=1024 chunk_bytes=131072 pipeline_depth=5 "
-              "algorithm=gather feedback=default verify=0 planner=model");
+              "algorithm=gather feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
 
     // A communicator no specific section matches keeps the env where the file is silent.
     CommConfig o = defaults;
     ASSERT_EQ(f.apply("solver", &o), TERSE_OK);
     EXPECT_EQ(o.canonical(),
               "enable=1 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=131072 pipeline_depth=2 "
-              "algorithm=ring feedback=default verify=0 planner=model");
+              "algorithm=ring feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
 }
 
 }  // namespace

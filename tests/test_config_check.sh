@@ -139,5 +139,13 @@ run file-missing 1 "config file $tmp/missing.conf: cannot open: No such file or 
     -- "$tool" --config "$tmp/missing.conf"
 run file-missing-env 1 "cannot open: No such file or directory" -- env TERSE_CONFIG="$tmp/missing.conf" "$tool"
 
+printf '# comment\nallreduce:0-64K:@mpi\nallreduce:64K-inf:@ring:chunk=256K:depth=2\n' > "$tmp/good.tune"
+run tune-good 0 "allreduce:64K-inf:@ring:chunk=256K:depth=2" -- "$tool" --tune "$tmp/good.tune"
+printf 'allreduce:0-64K:@mpi\nallreduce:64K-inf:@rign\n' > "$tmp/bad.tune"
+run tune-bad-schedule 1 "bad.tune:2:20: unknown schedule 'rign'; did you mean 'ring'?" -- "$tool" --tune "$tmp/bad.tune"
+run tune-from-env 1 "bad.tune:2:20: unknown schedule 'rign'" -- env TERSE_TUNE_FILE="$tmp/bad.tune" "$tool"
+printf '[*]\ntune_file = %s\n' "$tmp/bad.tune" > "$tmp/tune.conf"
+run tune-from-file 1 "bad.tune:2:20" -- "$tool" --config "$tmp/tune.conf"
+
 echo "$((n - failures)) of $n checks passed"
 [ $failures -eq 0 ]

@@ -318,6 +318,9 @@ Measured emulate_allreduce(Codec &codec, const std::vector<const Dataset *> &ran
     Emulator em(codec, dt, op, n, setup, &m.size);
     const size_t esize = em.esize();
     const Plan plan = em.plan(count);
+    if (plan.schedule == Schedule::TwoLevel)
+        throw EvalError("a call captured with algorithm=two_level cannot be emulated: the capture does not record "
+                        "which ranks shared a node");
     if (schedule) *schedule = schedule_name(plan.schedule);
     em.set_chunk(plan.chunk_elems);
 
@@ -337,6 +340,7 @@ Measured emulate_allreduce(Codec &codec, const std::vector<const Dataset *> &ran
             case Schedule::Ring: ring(em, ranks, cp, b, k, out); break;
             case Schedule::RecursiveDoubling: recursive_doubling(em, ranks, off, len, g, out); break;
             case Schedule::Gather:
+            case Schedule::TwoLevel:  // refused above
             case Schedule::Trivial: {
                 // Every rank's frame reaches every rank; each decodes and
                 // sums them in rank order 0..n-1.

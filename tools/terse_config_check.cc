@@ -7,6 +7,7 @@
 // rejects exactly what a run would, but without MPI, UCX or a job launcher.
 #include "config/config.h"
 #include "config/config_keys.h"
+#include "config/tune_file.h"
 #include "codec/registry.h"
 #include "util/status.h"
 
@@ -25,15 +26,18 @@ constexpr const char *kProg = "terse-config-check";
 
 void usage(FILE *out) {
     fprintf(out,
-            "usage: %s [--config FILE] [--comm NAME]... [--keys] [--help]\n"
+            "usage: %s [--config FILE] [--tune FILE] [--comm NAME]... [--keys] [--help]\n"
             "\n"
             "Checks terse's configuration as a run would see it: the TERSE_* environment,\n"
             "the config file (--config FILE, else TERSE_CONFIG), and every codec with its\n"
             "parameters against the plugins in TERSE_PLUGIN_PATH and the install directory.\n"
             "Prints the effective configuration of each communicator NAME (default:\n"
             "MPI_COMM_WORLD and every config file section that names one communicator).\n"
+            "Tuning files (tune_file, TERSE_TUNE_FILE, or --tune FILE) are checked too;\n"
+            "--tune prints the file's entries in canonical form.\n"
             "\n"
             "  --config FILE   config file to check instead of TERSE_CONFIG\n"
+            "  --tune FILE     tuning file to check (terse-tune(1))\n"
             "  --comm NAME     communicator name to resolve (repeatable)\n"
             "  --keys          list every key: default, sources, accepted values, meaning\n"
             "  --help          this text\n"
@@ -106,10 +110,25 @@ private:
     std::set<std::string> accepted_, refused_;
 };
 
+// Checks a tuning file as a communicator's context creation does (once
+// per distinct file).
+bool check_tune_file(const std::string &path, bool print) {
+    static std::set<std::string> checked;
+    if (path.empty() || (!print && checked.count(path))) return true;
+    checked.insert(path);
+    TuneTable t;
+    if (t.load(path) != TERSE_OK) {
+        fprintf(stderr, "%s: %s\n", kProg, last_error());
+        return false;
+    }
+    if (print) fputs(t.canonical().c_str(), stdout);
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
-    std::string config_path;
+    std::string config_path, tune_path;
     bool have_config_arg = false;
     std::vector<std::string> comms;
     for (int i = 1; i < argc; ++i) {
@@ -126,16 +145,18 @@ int main(int argc, char **argv) {
         if (opt.rfind("--", 0) == 0 && eq != std::string::npos) {  // --opt=value
             value = opt.substr(eq + 1);
             opt.resize(eq);
-        } else if (opt == "--config" || opt == "--comm") {
+        } else if (opt == "--config" || opt == "--comm" || opt == "--tune") {
             if (i + 1 >= argc) return usage_error("option %s needs an argument", opt.c_str());
             value = argv[++i];
         }
-        if (opt != "--config" && opt != "--comm")
+        if (opt != "--config" && opt != "--comm" && opt != "--tune")
             return usage_error("unknown argument '%s'", argv[i]);
         if (value.empty()) return usage_error("option %s needs a non-empty argument", opt.c_str());
         if (opt == "--config") {
             config_path = value;
             have_config_arg = true;
+        } else if (opt == "--tune") {
+            tune_path = value;
         } else {
             comms.push_back(value);
         }
@@ -159,6 +180,11 @@ int main(int argc, char **argv) {
     Registry::instance().set_search_path(global.plugin_path);
     CodecChecker codecs;
     bool ok = true;
+    if (!tune_path.empty()) {
+        if (!check_tune_file(tune_path, true)) return 1;
+        if (!have_config_arg) return 0;  // the tuning file alone was asked for
+    }
+    ok &= check_tune_file(defaults.tune_file, false);
     // The library checks the environment's codec at MPI_Init.
     ok &= codecs.check(defaults, "environment TERSE_CODEC");
 
@@ -173,6 +199,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
             ok &= codecs.check(cfg, "config file " + config_path + " section [" + patterns[i] + "]");
+            ok &= check_tune_file(cfg.tune_file, false);
         }
     }
 

@@ -44,8 +44,8 @@ extern "C" {
  * same way, on an engine of an earlier one.
  *   0: the descriptor as first published.
  *   1: TERSE_CODEC_FLAG_IDENTITY.
- *   2: error_bound, in the place of the first reserved pointer (a plugin of
- *      an earlier revision leaves it NULL: no stated bound).
+ *   2: error_bound and error_contract (formerly reserved[0] and [1]; a
+ *      plugin of an earlier revision leaves them NULL: no stated bound).
  */
 #define TERSE_CODEC_ABI_REVISION 2u
 
@@ -125,7 +125,7 @@ typedef enum terse_codec_status {
 #define TERSE_CODEC_FLAG_IDENTITY    (1u << 3)
 
 /* Revision 2: the kind of an end-to-end error bound a codec states
- * (error_bound below), for one element r of a reduced result against the
+ * (error_contract below), for one element r of a reduced result against the
  * exact sum S of the ranks' inputs:
  *   TERSE_BOUND_ABS: |r - S| <= value;
  *   TERSE_BOUND_REL: |r - S| <= value * m, m the largest |x| any rank has
@@ -216,15 +216,26 @@ typedef struct terse_codec_descriptor {
                    void *out, size_t out_cap, size_t *out_len,
                    const terse_codec_call_t *call);
 
-    /* Revision 2, may be NULL (no stated bound): the bound the codec's
-     * contract gives for these parameters on nranks ranks, for every
-     * datatype it supports.  Writes *kind (terse_bound_kind_t) and *value,
-     * returns TERSE_CODEC_OK; TERSE_BOUND_NONE when these parameters state
-     * none.  The planner's TERSE_CODEC=auto compares it with the user's
-     * error budget. */
-    int (*error_bound)(const void *params, int nranks, int *kind, double *value);
+    /* Revision 2, optional (NULL: the codec states no bound).  Lossy codecs:
+     * the largest |result - exact sum| the codec promises for one allreduce
+     * of count elements of dtype on nranks ranks whose inputs (every rank's
+     * finite elements together) have largest magnitude max_abs and value
+     * range range (max - min).  A bound that depends on finer statistics
+     * (per block, per chunk) is evaluated at these, which bound them.  A
+     * negative return: no bound for these parameters.  The engine's guard
+     * (terse(7), guard=) compares the measured error with it. */
+    double (*error_bound)(const void *params, terse_dtype_t dtype, size_t count, int nranks,
+                          double max_abs, double range);
 
-    void *reserved[7];            /* must be NULL */
+    /* Revision 2, optional (NULL: no stated contract): the same contract in
+     * the form a user's error budget is written in, independent of the data:
+     * for these parameters on nranks ranks, for every datatype it supports,
+     * writes *kind (terse_bound_kind_t) and *value and returns
+     * TERSE_CODEC_OK; TERSE_BOUND_NONE when these parameters state none.
+     * The planner's TERSE_CODEC=auto compares it with the budget. */
+    int (*error_contract)(const void *params, int nranks, int *kind, double *value);
+
+    void *reserved[6];            /* must be NULL */
 } terse_codec_descriptor_t;
 
 /* Type of the exported entry point. */

@@ -78,6 +78,13 @@ typedef struct terse_comm_stats {
     double   seconds_wait;        /* waiting on the network                   */
     double   max_abs_error;       /* TERSE_VERIFY=1 only, else 0              */
     double   max_rel_error;       /* TERSE_VERIFY=1 only, else 0              */
+    /* Later additions: a caller built with the shorter struct passes its
+       size and gets the fields before them. */
+    uint64_t guard_checks;        /* calls the error guard checked (guard=)   */
+    uint64_t guard_trips;         /* times it switched the communicator to
+                                     lossless (0 or 1 per configuration)      */
+    uint64_t guard_trip_call;     /* the checked lossy allreduce (1-based) that
+                                     switched it; 0 if none                   */
 } terse_comm_stats_t;
 
 /* Fill *stats (size = sizeof(terse_comm_stats_t), for ABI growth). */

@@ -123,7 +123,7 @@ terse_bound_kind_t CodecParams::stated_bound(int nranks, double *value) const {
     const terse_codec_descriptor_t *d = plugin_->desc;
     if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) return TERSE_BOUND_ABS;
     int kind = TERSE_BOUND_NONE;
-    if (!d->error_bound || d->error_bound(params_, nranks, &kind, value) != TERSE_CODEC_OK) return TERSE_BOUND_NONE;
+    if (!d->error_contract || d->error_contract(params_, nranks, &kind, value) != TERSE_CODEC_OK) return TERSE_BOUND_NONE;
     if ((kind != TERSE_BOUND_ABS && kind != TERSE_BOUND_REL) || !(*value >= 0) || !std::isfinite(*value))
         return TERSE_BOUND_NONE;
     return static_cast<terse_bound_kind_t>(kind);
@@ -409,7 +409,7 @@ Status Registry::parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams
         std::vector<terse_codec_kv_t> kv;
         kv.reserve(spec.params.size());
         for (const auto &[k, v] : spec.params)
-            if (k != "feedback")  // the engine's key, validated by config
+            if (k != "feedback" && k != "guard")  // the engine's keys, validated by config
                 kv.push_back({k.c_str(), v.c_str()});
 
         char err[kErrLen] = {0};

@@ -46,7 +46,7 @@ public:
     std::string canonical() const;  // "name:params_string"
     bool feedback_default() const { return plugin_->desc->flags & TERSE_CODEC_FLAG_FEEDBACK_DEFAULT; }
     // The end-to-end error bound the codec states for these parameters on
-    // nranks ranks (descriptor's error_bound, ABI revision 2): lossless
+    // nranks ranks (descriptor's error_contract, ABI revision 2): lossless
     // codecs state 0 absolute; TERSE_BOUND_NONE when it states none.
     terse_bound_kind_t stated_bound(int nranks, double *value) const;
 private:
@@ -89,8 +89,8 @@ public:
     // Names of all plugins found in the search path (loads nothing).
     std::vector<std::string> available() const;
 
-    // Parse spec.params with the plugin's parse(); the engine's own key
-    // "feedback" is not passed to the plugin.
+    // Parse spec.params with the plugin's parse(); the engine's own keys
+    // "feedback" and "guard" are not passed to the plugin.
     Status parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams> *out);
 
     // The codecs a configured spec names: itself, or each candidate of

@@ -30,9 +30,17 @@ struct CodecSpec {
     std::string text() const;  // canonical "name:k=v,k=v" (params sorted by key)
 };
 
-enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather };
+enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather, TwoLevel };
 const char *algorithm_name(Algorithm a);
 
+// The error a user allows a lossy codec (the guard's budget): none, an
+// absolute bound on max |result - exact|, or a bound relative to max |exact|
+// (norm-wise, as TERSE_VERIFY measures max_rel_error).
+struct ErrorBudget {
+    enum Kind { None, Abs, Rel } kind = None;
+    double value = 0;
+    bool operator==(const ErrorBudget &) const = default;
+};
 // TERSE_CODEC=auto:candidates=SPEC|SPEC...[,budget=abs:X|rel:X][,feedback=...]:
 // the planner chooses per size class among the candidates (and the MPI
 // library and the lossless engine) the fastest whose stated error bound
@@ -66,6 +74,9 @@ struct CommConfig {
     Algorithm algorithm = Algorithm::Auto;  // algorithm
     int feedback = -1;                // feedback: -1 codec default, 0 off, 1 on
     bool verify = false;              // verify: compare with PMPI, record error
+    unsigned guard = 0;               // guard: check every guard-th lossy allreduce; 0 off
+    ErrorBudget guard_budget;         // guard_budget: allowed error; none: the codec's bound
+    std::string tune_file;            // tune_file: tuning file (tune_file.h); "" none
     PlannerMode planner = PlannerMode::Model;  // planner
 
     std::string canonical() const;    // "enable=1 codec=... min_bytes=..." in table order
@@ -80,6 +91,7 @@ struct GlobalConfig {
     std::string log_level = "warn";   // TERSE_LOG
     std::string capture_prefix;       // TERSE_CAPTURE
     unsigned capture_interval = 1;    // TERSE_CAPTURE_INTERVAL
+    std::string node_key;             // TERSE_NODE_KEY: this rank's node; empty = shared memory decides
 };
 
 // One key of CommConfig as a config file spells it ("codec", "min_bytes"...).

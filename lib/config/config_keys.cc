@@ -23,7 +23,41 @@ constexpr size_t kTiB = size_t(1) << 40;
 const config_value::Choice<Algorithm> kAlgorithm{{{"auto", Algorithm::Auto},
                                                    {"ring", Algorithm::Ring},
                                                    {"recursive_doubling", Algorithm::RecursiveDoubling},
-                                                   {"gather", Algorithm::Gather}}};
+                                                   {"gather", Algorithm::Gather},
+                                                   {"two_level", Algorithm::TwoLevel}}};
+
+// TERSE_NODE_KEY: a name for this rank's node, compared as text across the
+// ranks of a communicator (runtime/node_layout.cc); a hostname, a rack slot
+// or a number all fit, so its characters are those of host names.  Empty
+// (the default) leaves the nodes to the MPI library's shared-memory split.
+struct NodeKey {
+    using type = std::string;
+    static constexpr bool verbatim = false;
+    static constexpr size_t kMaxLength = 64;
+
+    bool parse(std::string_view text, std::string *out, std::string *why) const {
+        if (text.size() > kMaxLength) {
+            *why = "expected at most " + std::to_string(kMaxLength) + " characters";
+            return false;
+        }
+        for (char c : text) {
+            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                            c == '.' || c == '_' || c == '-' || c == ':';
+            if (!ok) {
+                *why = std::string("character '") + c + "' is not allowed";
+                return false;
+            }
+        }
+        *out = std::string(text);
+        return true;
+    }
+    std::string format(const std::string &v) const { return v; }
+    std::string accepted(const std::string &) const {
+        return "up to 64 of the characters A-Z a-z 0-9 . _ - : (ranks with the same key share a node; "
+               "empty: the MPI library's shared-memory split)";
+    }
+    std::vector<std::string> refused() const { return {"node 1", "a/b", std::string(kMaxLength + 1, 'n')}; }
+};
 
 const config_value::Choice<PlannerMode> kPlanner{{{"model", PlannerMode::Model},
                                                    {"fixed", PlannerMode::Fixed}}};
@@ -80,11 +114,19 @@ std::vector<ConfigKey> make_table() {
         row("pipeline_depth", &CommConfig::pipeline_depth, Integer<int>{1, 64}, all,
             "chunks in flight per peer"),
         row("algorithm", &CommConfig::algorithm, kAlgorithm, all,
-            "the schedule: auto lets the planner choose"),
+            "the schedule: auto lets the planner choose; two_level: the MPI library inside a node, "
+            "the codec between nodes"),
         row("feedback", &CommConfig::feedback, kFeedback, all,
             "error feedback for lossy codecs; default: the codec's choice"),
         row("verify", &CommConfig::verify, kBool, all,
             "also compute every call with the MPI library and record the difference"),
+        row("guard", &CommConfig::guard, kGuard, all,
+            "with a lossy codec, check every n-th allreduce against the exact result and switch "
+            "to lossless when the error exceeds the allowed one; 0 off"),
+        row("guard_budget", &CommConfig::guard_budget, Budget{}, all,
+            "the error the guard allows; off: the codec's own stated bound"),
+        row("tune_file", &CommConfig::tune_file, Text{"a file name, empty for none"}, all,
+            "tuning file (terse-tune) whose entries override the planner"),
         row("planner", &CommConfig::planner, kPlanner, all,
             "model: per call the fastest of the MPI library, the lossless engine and the codec; "
             "fixed: always the codec"),
@@ -109,6 +151,8 @@ std::vector<ConfigKey> make_table() {
             "record the inputs of intercepted allreduces to HDF5 files prefix.rankR.h5"),
         row("capture_interval", &GlobalConfig::capture_interval, Integer<unsigned>{1, UINT_MAX}, env,
             "with capture, record every n-th call of each communicator"),
+        row("node_key", &GlobalConfig::node_key, NodeKey{}, env,
+            "this rank's node for algorithm=two_level, instead of the MPI library's shared-memory split"),
     };
 }
 
@@ -127,16 +171,22 @@ std::string value_where(ConfigSource source, std::string_view spelled) {
     }
 }
 
-// Error feedback belongs to the engine, for every codec:
-// "zfp:rate=8,feedback=on" is shorthand for codec=zfp:rate=8 plus
-// feedback=on from the same source, so the setting lives in one field.
-void lift_codec_feedback(CommConfig *cfg) {
+// Error feedback and the guard belong to the engine, for every codec:
+// "zfp:rate=8,feedback=on,guard=100" is shorthand for codec=zfp:rate=8 plus
+// feedback=on and guard=100 from the same source, so each setting lives in
+// one field.
+void lift_codec_engine_keys(CommConfig *cfg) {
     auto &params = cfg->codec.params;
-    auto fb = std::find_if(params.begin(), params.end(),
-                           [](const auto &kv) { return kv.first == "feedback"; });
-    if (fb == params.end()) return;
-    config_value::kFeedback.parse(fb->second, &cfg->feedback, nullptr);  // checked by the grammar
-    params.erase(fb);
+    for (auto kv = params.begin(); kv != params.end();) {
+        // Values checked by the grammar (config_values.cc, parse_codec).
+        if (kv->first == "feedback") config_value::kFeedback.parse(kv->second, &cfg->feedback, nullptr);
+        else if (kv->first == "guard") config_value::kGuard.parse(kv->second, &cfg->guard, nullptr);
+        else {
+            ++kv;
+            continue;
+        }
+        kv = params.erase(kv);
+    }
 }
 
 Status not_here(ConfigSource source, const ConfigKey &key, std::string_view spelled,
@@ -218,7 +268,7 @@ Status config_key_apply(ConfigSource source, std::string_view spelled, std::stri
                          where.empty() ? value_where(source, spelled).c_str() : where.c_str(),
                          quote(text).c_str(), key->name.c_str(), why.empty() ? "" : ": ",
                          why.c_str(), key->accepted.c_str());
-    if (key->scope == KeyScope::Comm) lift_codec_feedback(comm);
+    if (key->scope == KeyScope::Comm) lift_codec_engine_keys(comm);
     return TERSE_OK;
 }
 

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 
 namespace terse::config_value {
 
@@ -16,6 +17,8 @@ const Choice<bool> kBool{{{"1", true}, {"0", false}, {"on", true}, {"off", false
 
 const Choice<int> kFeedback{{{"default", -1}, {"1", 1}, {"0", 0}, {"on", 1}, {"off", 0},
                              {"true", 1}, {"false", 0}, {"yes", 1}, {"no", 0}}};
+
+const Integer<unsigned> kGuard{0, 1000000000u};
 
 namespace {
 
@@ -156,6 +159,9 @@ std::string parse_codec(std::string_view text, CodecSpec *out) {
             if (key == "feedback" && !kFeedback.parse(value, &fb, nullptr))
                 return "value '" + quote(value) + "' of parameter 'feedback' is not one of " +
                        kFeedback.accepted(-1);
+            unsigned guard;
+            if (key == "guard" && !kGuard.parse(value, &guard, nullptr))
+                return "value '" + quote(value) + "' of parameter 'guard' is not " + kGuard.accepted(0);
             spec.params.emplace_back(std::string(key), std::string(value));
             if (comma == std::string_view::npos) break;
             rest = rest.substr(comma + 1);
@@ -238,6 +244,41 @@ std::vector<std::string> Size::refused() const {
     if (hi < std::numeric_limits<size_t>::max()) out.push_back(std::to_string(hi + 1));
     if (lo > 0) out.push_back(std::to_string(lo - 1));
     return out;
+}
+
+bool Budget::parse(std::string_view text, ErrorBudget *out, std::string *why) const {
+    const std::string v = lower(text);
+    if (v == "off" || v == "none") {
+        *out = ErrorBudget{};
+        return true;
+    }
+    const size_t colon = v.find(':');
+    const std::string kind = v.substr(0, colon);
+    if (colon == std::string::npos || (kind != "abs" && kind != "rel")) {
+        if (why) *why = "the budget is abs:<bound> or rel:<fraction of max |exact|>";
+        return false;
+    }
+    const std::string num = v.substr(colon + 1);
+    char *end = nullptr;
+    const double x = num.empty() ? 0 : std::strtod(num.c_str(), &end);
+    if (num.empty() || *end || !std::isfinite(x) || x <= 0) {
+        if (why) *why = "'" + quote(num) + "' is not a finite number > 0";
+        return false;
+    }
+    *out = ErrorBudget{kind == "abs" ? ErrorBudget::Abs : ErrorBudget::Rel, x};
+    return true;
+}
+
+std::string Budget::format(const ErrorBudget &v) const {
+    if (v.kind == ErrorBudget::None) return "off";
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s:%.17g", v.kind == ErrorBudget::Abs ? "abs" : "rel", v.value);
+    return buf;
+}
+
+std::string Budget::accepted(const ErrorBudget &) const {
+    return "off (the codec's own error bound), abs:<bound> (max |result - exact|) or "
+           "rel:<fraction> (max |result - exact| / max |exact|), numbers finite and > 0, e.g. rel:1e-3";
 }
 
 bool Codec::parse(std::string_view text, CodecSpec *out, std::string *why) const {

@@ -100,12 +100,25 @@ struct Codec {
     std::vector<std::string> refused() const { return {"", "zfp:", "Zfp"}; }
 };
 
+// The guard's error budget: "off", "abs:X" or "rel:X" with X a finite
+// number > 0.
+struct Budget {
+    using type = ErrorBudget;
+    static constexpr bool verbatim = false;
+
+    bool parse(std::string_view text, ErrorBudget *out, std::string *why) const;
+    std::string format(const ErrorBudget &v) const;
+    std::string accepted(const ErrorBudget &) const;
+    std::vector<std::string> refused() const { return {"abs:0", "rel:-1", "rel", "abs:x", "norm:1e-3"}; }
+};
 // The candidates and budget of a spec the Codec kind accepted as auto.
 AutoCodec auto_codec_from(const CodecSpec &spec);
 
 extern const Choice<bool> kBool;
 // Error feedback: -1 the codec's default, 0 off, 1 on.
 extern const Choice<int> kFeedback;
+// The guard: check every K-th lossy allreduce, 0 off.
+extern const Integer<unsigned> kGuard;
 
 // Digits with an optional binary suffix (K, M, G, T, KiB...); false on a
 // syntax error or overflow.

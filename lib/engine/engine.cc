@@ -7,6 +7,7 @@
 #include "engine/error_feedback.h"
 #include "engine/ports.h"
 #include "engine/planner.h"
+#include "engine/tune_plan.h"
 #include "engine/reduce_kernels.h"
 #include "transport/ucx_transport.h"
 
@@ -68,6 +69,11 @@ Injection engine_take_injection() {
     in.where = static_cast<Injection::Where>(v & 0xFFu);
     in.which = static_cast<Injection::Which>(v >> 8);
     return in;
+}
+
+void engine_put_injection(const Injection &in) {
+    const unsigned v = in.where == Injection::None ? 0u : unsigned(in.where) | unsigned(in.which) << 8;
+    g_inject.store(v, std::memory_order_relaxed);
 }
 
 namespace {
@@ -146,10 +152,28 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
     return engine_start_plan(env, args, plan_collective(cfg, env.size, args, desc, max_chunk), prio, out);
 }
 
-Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &plan, Priority prio,
+Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen, Priority prio,
                          OpHandle *out) {
+    // A tuning file's entry overrides whatever chose the plan (terse(7)).
+    Plan plan = chosen;
+    if (env.tuned)
+        plan_apply_tuning(*env.tuned, env, args, env.codec ? env.codec->setup().max_chunk_count : 0, &plan);
     OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
     if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
+    if (plan.schedule == Schedule::TwoLevel) {
+        Operation *two = nullptr;
+        Status s = TERSE_OK;
+        try {
+            s = make_two_level_op(mem, env, args, &two);
+        } catch (const std::bad_alloc &) {
+            s = set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
+        }
+        OpHandle op(two, OpDeleter{env.memory, mem});
+        if (s != TERSE_OK) return s;
+        op->priority = prio;
+        *out = std::move(op);
+        return TERSE_OK;
+    }
     OpBase *built = nullptr;
     try {
         switch (plan.schedule) {
@@ -157,6 +181,7 @@ Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan 
         case Schedule::Ring: built = make_ring_op(mem, env, args, plan); break;
         case Schedule::RecursiveDoubling: built = make_recursive_doubling_op(mem, env, args, plan); break;
         case Schedule::Gather: built = make_gather_op(mem, env, args, plan); break;
+        case Schedule::TwoLevel: break;  // built above
         }
     } catch (const std::bad_alloc &) {
         OpDeleter{env.memory, mem}(nullptr);

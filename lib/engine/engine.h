@@ -20,9 +20,15 @@
 //                          the pipelined ring (allreduce = reduce-scatter + allgather)
 //     recursive_doubling.cc short messages
 //     gather_allreduce.cc  codecs whose payloads cannot be summed
+//     two_level.cc         the MPI library inside a node, a flat schedule
+//                          between nodes (algorithm=two_level)
+//   cost_two_level.h/.cc   the two-level schedule's alpha-beta-gamma cost
 //   reduce_kernels.h/.cc   element-wise reductions (lossless fast path, raw frames)
 //   error_feedback.h/.cc   residuals carried between calls
 //   verify.h/.cc           TERSE_VERIFY
+//   tune_plan.h/.cc        a tuning file entry applied to the planner's plan
+//   guard.h/.cc            the error guard (guard=): verify every K-th lossy
+//                          call, switch to lossless beyond the allowed error
 //   stats.h/.cc            per-communicator counters
 //   ports.h                messages and the MPI control plane seen as two small
 //                          interfaces without UCX or MPI types (implemented in
@@ -67,9 +73,31 @@ namespace terse {
 
 class CodecInstance;  // codec/registry.h
 class FeedbackStore;  // engine/error_feedback.h
+struct GuardState;    // engine/guard.h
+struct TuneEntry;     // config/tune_file.h
 class OpMemory;       // engine/op_memory.h
 class OpMemoryPool;   // engine/op_memory.h
 struct Stats;         // engine/stats.h
+
+// The two-level layout of a communicator (algorithm=two_level), made once
+// per communicator context by the runtime (runtime/node_layout.h): this
+// rank's node, its rail (the ranks of every node with its local index) and
+// the ports of both sub-communicators.  Node q's ranks hold shards
+// 0..shards-1 of the data, one each, for local indices below `shards`
+// (the smallest node's size); ranks at or above it hold none and are on no
+// rail.
+struct TwoLevelEnv {
+    int node_rank = 0, node_size = 1;
+    int nodes = 1;
+    int shards = 1;
+    Control *node = nullptr;          // the node's collectives (the MPI library)
+    int rail_rank = -1, rail_size = 0;  // -1: no rail (node_rank >= shards)
+    Link *rail_link = nullptr;        // peers are rail ranks
+    Control *rail_control = nullptr;
+    // What the rail's flat schedule is planned with: the communicator's
+    // configuration with algorithm=auto.
+    const CommConfig *rail_config = nullptr;
+};
 
 // Everything an operation needs from its communicator, as plain values, so
 // that operations run the same on a real communicator (the runtime fills
@@ -84,12 +112,18 @@ struct EngineEnv {
     bool feedback = false;
     FeedbackStore *residuals = nullptr;  // non-null when feedback is on
     Stats *stats = nullptr;
+    // The communicator's error guard (guard=); null or every == 0: off.
+    GuardState *guard = nullptr;
+    // The tuning file's entry for this call (tune_file=), or null.
+    const TuneEntry *tuned = nullptr;
     Link *link = nullptr;
     Control *control = nullptr;
     // Where operations live (op_memory.h): the communicator's pool, so that
     // steady-state calls allocate nothing; null gives each operation memory
     // of its own (unit tests).
     OpMemoryPool *memory = nullptr;
+    // Set where the communicator's configuration asks for two_level.
+    const TwoLevelEnv *two_level = nullptr;
     // When set, a finished operation writes here what it measured, agreed
     // across ranks (its closing agreement carries it): the planner's input.
     Observation *observed = nullptr;

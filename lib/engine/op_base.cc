@@ -69,12 +69,17 @@ Status OpBase::start() {
     if (s != TERSE_OK) fail_local(s, last_error());
     if (!poisoned_) setup_feedback();
 
-    if (env_.verify && args_.kind == CollKind::Allreduce && args_.count > 0 && env_.control) {
+    const bool guarded = guard_due();
+    if ((env_.verify || guarded) && args_.kind == CollKind::Allreduce && args_.count > 0 && env_.control) {
         // Every rank must post the verifier's control allreduce, failed or not.
         verifier_.emplace(env_.control);
         s = verifier_->start(args_.sendbuf, args_.count, args_.dtype, args_.op, args_.recvbuf);
         if (s != TERSE_OK && !verifier_->posted()) return s;
         if (s != TERSE_OK) fail_local(s, last_error());
+    }
+    if (guarded) {
+        s = start_guard();
+        if (s != TERSE_OK) return s;
     }
 
     if (mode_ == TERSE_REDUCE_SUMMABLE && !identity_ && plan_.schedule != Schedule::Trivial) {
@@ -203,34 +208,32 @@ Status OpBase::progress(bool *done) {
         Status s = body(&body_done);
         if (s != TERSE_OK) return finish_fatal(s);
         if (!body_done) return TERSE_OK;
-        stage_ = Stage::Finish;
-        // A rank can fail on a message it does not forward (the last hop of
-        // a ring phase or an exchange, a folded rank's result, gather's
-        // final decode), where poison frames can no longer reach the others:
-        // a corrupt frame there, a codec's decode, feedback's bookkeeping.
-        // So the ranks agree on the outcome with one small allreduce, on
-        // every path, lossless included.
-        // The planner's measurements ride on it (MAX over ranks: the
-        // slowest rank's time and codec time, the worst ratio), so that
-        // every rank updates its estimates with the same numbers.
-        if (n_ > 1 && env_.control) {
-            close_[0] = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
-            close_[1] = now_seconds() - t_start_;
-            close_[2] = t_encode_ + t_decode_;
-            close_[3] = wire_raw_ ? double(wire_) / double(wire_raw_) : 1.0;
-            const size_t count = env_.observed ? 4 : 1;
-            Status s = env_.control->iallreduce(close_, close_, count, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX,
-                                                &close_req_);
+        stage_ = guard_check_ ? Stage::Check : Stage::Finish;
+        if (!guard_check_) {
+            Status s = post_close();
             if (s != TERSE_OK) return finish_fatal(s);
-            stage_ = Stage::Close;
         }
+    }
+    if (stage_ == Stage::Check) {
+        // The guard's verdict needs the exact result and the agreed input
+        // statistics; both were started with the operation.
+        Status s = TERSE_OK;
+        if (!verifier_->test(&s)) return TERSE_OK;
+        if (s != TERSE_OK) return finish_fatal(s);
+        if (!guard_check_->test(&s)) return TERSE_OK;
+        if (s != TERSE_OK) return finish_fatal(s);
+        guard_judge();
+        stage_ = Stage::Finish;
+        s = post_close();
+        if (s != TERSE_OK) return finish_fatal(s);
     }
     if (stage_ == Stage::Close) {
         Status s = TERSE_OK;
         if (!env_.control->test(&close_req_, &s)) return TERSE_OK;
         if (s != TERSE_OK) return finish_fatal(s);
         if (close_[0] > 0 && !poisoned_) fail_remote(uint32_t(close_[0]) - 1);
-        if (env_.observed && !poisoned_) *env_.observed = Observation{close_[1], close_[2], close_[3]};
+        if (close_[1] > 0 && !poisoned_) guard_trip();
+        if (env_.observed && !poisoned_) *env_.observed = Observation{close_[2], close_[3], close_[4]};
         stage_ = Stage::Finish;
     }
     if (stage_ == Stage::Finish) {
@@ -238,13 +241,94 @@ Status OpBase::progress(bool *done) {
             Status s = TERSE_OK;
             if (!verifier_->test(&s)) return TERSE_OK;
             if (s != TERSE_OK) return finish_fatal(s);
-            if (!poisoned_) verifier_->record(args_.recvbuf, env_.stats);
+            // A guarded call recorded its error before the guard's verdict,
+            // which may have replaced the result.
+            if (!poisoned_ && env_.verify && !guard_check_) verifier_->record(args_.recvbuf, env_.stats);
         }
         *done = true;
         return finish_ok();
     }
     *done = true;
     return final_status();
+}
+
+// A rank can fail on a message it does not forward (the last hop of a ring
+// phase or an exchange, a folded rank's result, gather's final decode),
+// where poison frames can no longer reach the others: a corrupt frame
+// there, a codec's decode, feedback's bookkeeping.  So the ranks agree on
+// the outcome with one small allreduce, on every path, lossless included;
+// a guarded call adds its verdict (all ranks know the call is guarded, so
+// all post the same count).
+Status OpBase::post_close() {
+    // A rank can fail on a message it does not forward (the last hop of a
+    // ring phase or an exchange, a folded rank's result, gather's final
+    // decode), where poison frames can no longer reach the others: a corrupt
+    // frame there, a codec's decode, feedback's bookkeeping.  So the ranks
+    // agree on the outcome with one small allreduce, on every path, lossless
+    // included.  The guard's verdict and the planner's measurements ride on
+    // it (MAX over ranks: the slowest rank's time and codec time, the worst
+    // ratio), so that every rank acts on the same numbers.
+    if (n_ <= 1 || !env_.control) return TERSE_OK;
+    close_[0] = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
+    close_[2] = now_seconds() - t_start_;
+    close_[3] = t_encode_ + t_decode_;
+    close_[4] = wire_raw_ ? double(wire_) / double(wire_raw_) : 1.0;
+    const size_t count = env_.observed ? 5 : guard_check_ ? 2 : 1;
+    Status s = env_.control->iallreduce(close_, close_, count, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &close_req_);
+    if (s != TERSE_OK) return s;
+    stage_ = Stage::Close;
+    return TERSE_OK;
+}
+
+// ---------------------------------------------------------------- error guard
+
+bool OpBase::guard_due() {
+    GuardState *g = env_.guard;
+    if (!g || g->every == 0 || g->tripped || lossless_ || !desc_) return false;
+    if (args_.kind != CollKind::Allreduce || args_.count == 0 || n_ <= 1 || !env_.control) return false;
+    // Counted on every rank in the same order (MPI orders collectives on a
+    // communicator), so every rank checks the same calls.
+    guard_call_ = ++g->lossy_calls;
+    return guard_call_ % g->every == 0;
+}
+
+Status OpBase::start_guard() {
+    guard_check_.emplace(env_.control);
+    Status s = guard_check_->start(args_.sendbuf, args_.count, args_.dtype);
+    // Not posted: nothing to wait for, and the peers' posts fail with theirs.
+    if (s != TERSE_OK) guard_check_.reset();
+    return s;
+}
+
+void OpBase::guard_judge() {
+    close_[1] = 0;
+    if (poisoned_) return;  // the verifier failed too, or the result is void anyway
+    double abs_err = 0, rel_err = 0;
+    verifier_->measure(args_.recvbuf, &abs_err, &rel_err);
+    if (env_.stats) {
+        env_.stats->count_guard_check();
+        if (env_.verify) env_.stats->add_error(abs_err, rel_err);
+    }
+    if (guard_check_->exceeded(*env_.guard, n_, abs_err, rel_err, &guard_measured_, &guard_allowed_))
+        close_[1] = 1;
+    TERSE_LOG_DEBUG("guard on '%s': call %llu, error %.3g (allowed %.3g)", env_.comm_name,
+                    (unsigned long long)guard_call_, guard_measured_, guard_allowed_);
+}
+
+void OpBase::guard_trip() {
+    GuardState &g = *env_.guard;
+    g.tripped = true;
+    // This call's result goes out exact too, on every rank alike.
+    verifier_->copy_exact(args_.recvbuf);
+    if (env_.stats) env_.stats->note_guard_trip(guard_call_);
+    if (r_ != 0) return;
+    const bool rel = g.budget.kind == ErrorBudget::Rel;
+    TERSE_LOG_WARN("error guard: communicator '%s' switches from codec '%s' to lossless after its lossy allreduce "
+                   "%llu: measured %s error %.6g exceeds the allowed %.6g (%s); that call's result was replaced by "
+                   "the exact one",
+                   env_.comm_name, desc_->name, (unsigned long long)guard_call_, rel ? "relative" : "absolute",
+                   guard_measured_, guard_allowed_,
+                   g.budget.kind == ErrorBudget::None ? "the codec's stated bound" : "guard_budget");
 }
 
 Status OpBase::finish_ok() {

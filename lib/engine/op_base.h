@@ -16,6 +16,7 @@
 #include "engine/stats.h"
 #include "engine/op_memory.h"
 #include "engine/verify.h"
+#include "engine/guard.h"
 #include "util/status.h"
 
 #include <terse/codec.h>
@@ -38,6 +39,12 @@ OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, con
 OpBase *make_recursive_doubling_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
                                    const Plan &plan);
 OpBase *make_trivial_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
+// The two-level schedule (schedules/two_level.cc) is no OpBase: it runs the
+// MPI library's collectives and a flat operation on its rail.  Built and
+// started in mem; *out is set whenever it was constructed, also when the
+// start failed.
+Status make_two_level_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                         Operation **out);
 
 // Construct an operation of type T in mem; OpDeleter destroys it.
 template <class T>
@@ -58,6 +65,9 @@ struct Injection {
     enum Which : uint8_t { First, Middle, Last } which = First;
 };
 Injection engine_take_injection();
+// Arm `in` again for the next operation this process starts (an operation
+// that runs another hands its injection on).
+void engine_put_injection(const Injection &in);
 
 // A frame about to be sent, or received and handed on.
 struct OutFrame {
@@ -75,7 +85,9 @@ public:
     std::pmr::memory_resource *memory() const { return mem_; }
 
     Status progress(bool *done) final;
-    bool waits_on_control() const final { return stage_ == Stage::Agree || stage_ == Stage::Close; }
+    bool waits_on_control() const final {
+        return stage_ == Stage::Agree || stage_ == Stage::Check || stage_ == Stage::Close;
+    }
 
     // Send accounting (the ring stream calls it for every frame it sends).
     void note_send(const uint8_t *frame, size_t len);
@@ -213,8 +225,15 @@ private:
     Status setup_feedback();
     Status start_stats_agreement();
     void apply_agreement();
+    bool guard_due();
+    Status start_guard();
+    Status post_close();
+    void guard_judge();
+    void guard_trip();
 
-    enum class Stage { Agree, Body, Close, Finish, Done } stage_ = Stage::Agree;
+    // Check: a guarded call waits for the exact result before the closing
+    // agreement, which then carries its verdict.
+    enum class Stage { Agree, Body, Check, Close, Finish, Done } stage_ = Stage::Agree;
 
     Injection inject_;
     bool poisoned_ = false;
@@ -231,13 +250,18 @@ private:
     OpVector<double> agreed_;
     OpVector<size_t> agreed_off_;
     ControlRequest agree_req_;
-    // Closing agreement on the outcome (see progress()): the failure flag,
-    // then, when env_.observed asks, the operation's time, codec time and
-    // wire ratio.
-    double close_[4] = {0, 0, 0, 0};
+    // Closing agreement on the outcome (see progress()), MAX over ranks:
+    // [0] the failed rank + 1 (or 0); [1] on a guarded call, whether the
+    // error exceeded its allowance; [2..4], when env_.observed asks, the
+    // operation's time, codec time and wire ratio (the planner's input).
+    double close_[5] = {0, 0, 0, 0, 0};
     ControlRequest close_req_;
 
     std::optional<Verifier> verifier_;
+    // The error guard, on the calls it checks (guard.h).
+    std::optional<GuardCheck> guard_check_;
+    uint64_t guard_call_ = 0;               // this call's number among the lossy allreduces
+    double guard_measured_ = 0, guard_allowed_ = 0;
 
     double t_start_ = 0;
     uint64_t wire_ = 0, wire_raw_ = 0, raw_chunks_ = 0;

@@ -48,6 +48,7 @@ const char *schedule_name(Schedule s) {
     case Schedule::Ring: return "ring";
     case Schedule::RecursiveDoubling: return "recursive_doubling";
     case Schedule::Gather: return "gather";
+    case Schedule::TwoLevel: return "two_level";
     }
     return "?";
 }
@@ -84,6 +85,10 @@ Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
 
     if (args.kind != CollKind::Allreduce) {
         p.schedule = Schedule::Ring;
+    } else if (cfg.algorithm == Algorithm::TwoLevel) {
+        // Any codec: the schedule between nodes is planned per shard, with
+        // the codec's own constraints, when the two-level operation runs it.
+        p.schedule = Schedule::TwoLevel;
     } else if (desc && desc->mode == TERSE_REDUCE_GATHER) {
         p.schedule = Schedule::Gather;  // payloads that cannot be summed
     } else {
@@ -91,6 +96,7 @@ Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
         case Algorithm::Ring: p.schedule = Schedule::Ring; break;
         case Algorithm::RecursiveDoubling: p.schedule = Schedule::RecursiveDoubling; break;
         case Algorithm::Gather: p.schedule = Schedule::Gather; break;
+        case Algorithm::TwoLevel: p.schedule = Schedule::TwoLevel; break;  // taken above
         case Algorithm::Auto: {
             size_t bytes = args.count * esize;
             bool rd = args.count < size_t(nranks) ||

@@ -18,7 +18,9 @@ enum class Schedule {
     Trivial,            // nothing to exchange: count 0 or a single rank
     Ring,               // pipelined ring reduce-scatter and/or allgather
     RecursiveDoubling,  // log2(n) full exchanges; short messages
-    Gather              // allgather of every rank's encoded input, local sum in rank order
+    Gather,             // allgather of every rank's encoded input, local sum in rank order
+    TwoLevel            // the MPI library inside each node, a flat schedule between nodes
+                        // (schedules/two_level.cc; its cost: cost_two_level.h)
 };
 const char *schedule_name(Schedule s);
 

@@ -1,7 +1,9 @@
 // What an engine operation needs from the outside world, as two small
 // interfaces: Link (tagged point-to-point messages between ranks of the
-// communicator) and Control (a small non-blocking allreduce on the
-// communicator, for agreeing on codec statistics and for TERSE_VERIFY).
+// communicator) and Control (the MPI library's own non-blocking collectives
+// on the communicator: a small allreduce for agreeing on codec statistics
+// and outcomes and for TERSE_VERIFY, and the reduce-scatter and allgather
+// the two-level schedule runs inside a node).
 // Operations run on the UCX transport and PMPI in production
 // (runtime/engine_ports.h); unit tests run every algorithm for many
 // simulated ranks inside one process with an in-memory Link
@@ -97,6 +99,18 @@ public:
     // float32/float64/int32/int64.
     virtual Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dtype,
                               terse_op_t op, ControlRequest *r) = 0;
+    // Reduce-scatter: op over ranks of in (the sum of counts elements), of
+    // which rank q gets its counts[q] elements at out.  in == out: in
+    // place, the input read from out and this rank's part written at its
+    // start.  counts (one per rank) must stay valid until the request
+    // completes.  dtype as for iallreduce.
+    virtual Status ireduce_scatter(const void *in, void *out, const int *counts, terse_dtype_t dtype,
+                                   terse_op_t op, ControlRequest *r) = 0;
+    // Allgather in place: rank q's counts[q] elements at buf + displs[q]
+    // (in elements) reach that place on every rank.  counts and displs must
+    // stay valid until the request completes.
+    virtual Status iallgatherv(void *buf, const int *counts, const int *displs, terse_dtype_t dtype,
+                               ControlRequest *r) = 0;
     virtual bool test(ControlRequest *r, Status *status) = 0;
     // Complete a request on an error path (collectives cannot be cancelled).
     virtual void wait(ControlRequest *r) = 0;

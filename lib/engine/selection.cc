@@ -82,6 +82,10 @@ std::vector<ScheduleModel> schedules_for(Algorithm a) {
                 {Schedule::Ring, ring_cost, ring_other_kinds}};
     case Algorithm::Gather:
         return {{Schedule::Gather, gather_cost, gather_all}, {Schedule::Ring, ring_cost, ring_other_kinds}};
+    case Algorithm::TwoLevel:
+        // Not the model's to plan: the runtime makes no Selector for it
+        // (terse(7), PLANNER); the flat schedules, should one be asked.
+        return default_schedules();
     }
     return default_schedules();
 }

@@ -26,9 +26,13 @@ std::string Stats::format() const {
                      (unsigned long long)c.bytes_in, (unsigned long long)c.bytes_wire,
                      (unsigned long long)c.bytes_wire_raw, ratio, (unsigned long long)c.chunks_raw,
                      c.seconds_total, c.seconds_encode, c.seconds_decode, c.seconds_wait);
-    if (c.max_abs_error > 0 || c.max_rel_error > 0)
-        snprintf(buf + n, sizeof buf - n, " max_abs_err=%.3g max_rel_err=%.3g", c.max_abs_error,
-                 c.max_rel_error);
+    if ((c.max_abs_error > 0 || c.max_rel_error > 0) && n > 0 && size_t(n) < sizeof buf)
+        n += snprintf(buf + n, sizeof buf - n, " max_abs_err=%.3g max_rel_err=%.3g", c.max_abs_error,
+                      c.max_rel_error);
+    if (c.guard_checks > 0 && n > 0 && size_t(n) < sizeof buf)
+        snprintf(buf + n, sizeof buf - n, " guard_checks=%llu guard_trips=%llu guard_trip_call=%llu",
+                 (unsigned long long)c.guard_checks, (unsigned long long)c.guard_trips,
+                 (unsigned long long)c.guard_trip_call);
     return buf;
 }
 

@@ -6,6 +6,8 @@
 //                      terse did not take (collective_passed)
 //   add_operation      the engine, once per finished operation (OpBase)
 //   add_error          the engine's verification (TERSE_VERIFY)
+//   count_guard_check  the engine, for each call the error guard checks
+//   note_guard_trip    the engine, when the guard switches to lossless
 //   reset              terse_comm_stats_reset()
 // Updated only by the thread running a collective on that communicator (MPI
 // requires collectives on one communicator to be serialised), so plain
@@ -43,6 +45,12 @@ public:
     void add_error(double abs_err, double rel_err) {
         if (abs_err > c_.max_abs_error) c_.max_abs_error = abs_err;
         if (rel_err > c_.max_rel_error) c_.max_rel_error = rel_err;
+    }
+    void count_guard_check() { c_.guard_checks++; }
+    // call: the lossy allreduce (1-based, counted by the guard) that tripped.
+    void note_guard_trip(uint64_t call) {
+        c_.guard_trips++;
+        c_.guard_trip_call = call;
     }
     void reset() { c_ = terse_comm_stats_t{}; }
 

@@ -55,10 +55,25 @@ void Verifier::compare(terse_dtype_t dtype, const void *result, terse_dtype_t ex
     *rel_err = max_abs == 0 ? 0.0 : (max_exact > 0 ? max_abs / max_exact : INFINITY);
 }
 
+void Verifier::measure(const void *result, double *abs_err, double *rel_err) const {
+    compare(dtype_, result, wire_dtype_, buf_.data(), count_, abs_err, rel_err);
+}
+
 void Verifier::record(const void *result, Stats *stats) const {
     double a = 0, r = 0;
-    compare(dtype_, result, wire_dtype_, buf_.data(), count_, &a, &r);
+    measure(result, &a, &r);
     stats->add_error(a, r);
+}
+
+void Verifier::copy_exact(void *result) const {
+    if (wire_dtype_ == dtype_) {
+        std::memcpy(result, buf_.data(), count_ * dtype_size(dtype_));
+        return;
+    }
+    const float *f = reinterpret_cast<const float *>(buf_.data());
+    uint16_t *out = static_cast<uint16_t *>(result);
+    for (size_t i = 0; i < count_; ++i)
+        out[i] = dtype_ == TERSE_DTYPE_FLOAT16 ? float_to_half(f[i]) : float_to_bf16(f[i]);
 }
 
 }  // namespace terse

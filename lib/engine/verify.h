@@ -39,6 +39,10 @@ public:
     bool test(Status *status);
     // Compare result (count elements of dtype) with the exact one.
     void record(const void *result, Stats *stats) const;
+    // The same comparison, returned (the error guard, engine/guard.h).
+    void measure(const void *result, double *abs_err, double *rel_err) const;
+    // Overwrite result (count elements of dtype) with the exact one.
+    void copy_exact(void *result) const;
 
     // The comparison itself (tests): exact is float64/int as produced by start().
     static void compare(terse_dtype_t dtype, const void *result, terse_dtype_t exact_dtype,

@@ -6,6 +6,7 @@
 #include "engine/planner.h"
 #include "engine/stats.h"
 #include "runtime/engine_ports.h"
+#include "runtime/node_layout.h"
 #include "util/dtype.h"
 #include "util/log.h"
 
@@ -32,25 +33,45 @@ void capture_input(const CommState *st, const CollArgs &a) {
     if (cs != TERSE_OK) TERSE_LOG_WARN("capture: %s", last_error());
 }
 
+// Bytes of the call's data, as the tuning file's ranges count them.
+size_t call_bytes(const CommState *st, const CollArgs &a) {
+    const size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(st->size) : a.count;
+    return elems * dtype_size(a.dtype);
+}
+
 }  // namespace
 
 CollectiveChoice collective_choose(CommState *st, const CollArgs &a) {
     CollectiveChoice c;
     if (!st) return c;
+    c.bytes = call_bytes(st, a);
+    // Once the error guard tripped, only the lossless slot may run (every
+    // rank tripped at the same call, so all restrict alike).
+    const bool tripped = st->guard.tripped && st->lossless_slot != CommState::kNoSlot;
     for (size_t i = 0; i < st->codecs.size() && i < 32; ++i) {
+        if (tripped && i != st->lossless_slot) continue;
         const CodecSlot &slot = st->codecs[i];
         const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && slot.inst[a.dtype];
         if (engine_eligible(st->config, st->size, slot.desc(), instance, a)) c.eligible |= 1u << i;
     }
-    if (!st->selector) {
-        // TERSE_PLANNER=fixed: the configured codec whenever it can.
-        c.engine = c.eligible & 1u;
+    const auto runs = [&c](size_t slot) {
+        c.slot = slot;
+        c.engine = slot < 32 && (c.eligible >> slot) & 1u;
         return c;
+    };
+    // A tuning file's entry decides its calls in both planner modes, the
+    // model's too: @mpi gives the call to the MPI library, codec=none runs
+    // the lossless slot, any other the configured codec (slot 0), planned
+    // as the fixed planner plans it and then as the entry says.
+    if (const TuneEntry *tuned = comm_state_tuned(st, a.kind, c.bytes)) {
+        if (tuned->schedule == TuneSchedule::Mpi) return c;
+        return runs(tripped || tuned->codec == TuneCodec::None ? st->lossless_slot : 0);
     }
+    // TERSE_PLANNER=fixed (or algorithm=two_level): the configured codec
+    // whenever it can, the lossless one once the guard tripped.
+    if (!st->selector) return runs(tripped ? st->lossless_slot : 0);
     if (!c.eligible) return c;
     c.model = true;
-    const size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(st->size) : a.count;
-    c.bytes = elems * dtype_size(a.dtype);
     bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);
     std::string why;
@@ -79,10 +100,12 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     capture_input(st, args);
     if (!st->ready)
         return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
+    // The entry collective_choose() followed, if any; its plan overrides.
+    const TuneEntry *tuned = choice.model ? nullptr : comm_state_tuned(st, args.kind, call_bytes(st, args));
     CodecInstance *ci = nullptr;
     Status s = comm_state_codec(st, choice.slot, args.dtype, &ci);
     if (s != TERSE_OK) return s;
-    const bool feedback = st->codecs[choice.slot].feedback;
+    const CodecSlot &slot = st->codecs[choice.slot];
     EngineEnv env;
     env.rank = st->rank;
     env.size = st->size;
@@ -90,7 +113,17 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     env.seq = st->seq++;
     env.verify = st->config.verify;
     env.codec = ci;
+    env.tuned = tuned;
+    // A lossless slot has no error to feed back, and none runs after a trip.
+    const bool feedback = slot.feedback && !st->guard.tripped;
     env.feedback = feedback;
+    // The guard holds each call to the bound of the codec it runs (with
+    // codec=auto the planner may run several lossy slots).
+    if (st->guard.every && !(slot.desc()->flags & TERSE_CODEC_FLAG_LOSSLESS)) {
+        st->guard.desc = slot.desc();
+        st->guard.params = slot.params->get();
+    }
+    env.guard = &st->guard;
     if (feedback) {
         if (!st->residuals) {
             try {
@@ -108,10 +141,10 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     env.link = st->link.get();
     env.control = st->control.get();
     env.memory = st->op_memory.get();
+    env.two_level = st->node_layout ? st->node_layout->env() : nullptr;
     env.stats = &st->stats;
     env.set_comm_name(st->name);
-    size_t elems = args.kind == CollKind::ReduceScatterBlock ? args.count * size_t(st->size) : args.count;
-    st->stats.count_intercepted(elems * dtype_size(args.dtype));
+    st->stats.count_intercepted(call_bytes(st, args));
     if (!choice.model) return engine_start(env, st->config, args, prio, op);
     env.observed = observed;
     const size_t max_chunk = ci->setup().max_chunk_count;

@@ -6,6 +6,7 @@
 #include "engine/selection.h"
 #include "runtime/cost_probe.h"
 #include "runtime/engine_ports.h"
+#include "runtime/node_layout.h"
 #include "runtime/runtime_internal.h"
 #include "util/dtype.h"
 #include "util/log.h"
@@ -114,13 +115,86 @@ Status add_slot(CommState *st, std::unique_ptr<CodecParams> params) {
     return TERSE_OK;
 }
 
+// The lossless slot ("none") st may switch to or be told to run, added
+// once for all who need it: the model planner, the error guard, a tuning
+// file's codec=none; `who` names the one asking (in messages).
+Status prepare_lossless(CommState *st, const char *who) {
+    if (st->lossless_slot != CommState::kNoSlot) return TERSE_OK;
+    CodecSpec none;
+    none.name = "none";
+    std::unique_ptr<CodecParams> params;
+    Status s = Registry::instance().parse_params(none, &params);
+    if (s == TERSE_OK) s = add_slot(st, std::move(params));
+    if (s != TERSE_OK) {
+        const std::string why = last_error();
+        return set_error(s, "communicator %s: %s needs the lossless codec 'none': %s", st->describe().c_str(), who,
+                         why.c_str());
+    }
+    st->lossless_slot = st->codecs.size() - 1;
+    return TERSE_OK;
+}
+
+// The error guard of a lossy codec: it needs something to hold each lossy
+// slot to, and the lossless slot to switch to, ready before the first call.
+// The codec checked (guard.desc, guard.params) is set per call to the slot
+// that runs it (runtime/collective.cc).
+Status prepare_guard(CommState *st) {
+    if (st->config.guard == 0) return TERSE_OK;
+    bool lossy = false;
+    for (const CodecSlot &c : st->codecs) {
+        const terse_codec_descriptor_t *d = c.desc();
+        if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) continue;
+        lossy = true;
+        if (!GuardState::decidable(st->config.guard_budget, d, c.params->get(), st->size))
+            return set_error(TERSE_ERR_INVALID,
+                             "communicator %s: guard=%u with codec '%s', which states no error bound, needs "
+                             "guard_budget (accepted: abs:<bound> or rel:<fraction>, e.g. TERSE_GUARD_BUDGET=rel:1e-3)",
+                             st->describe().c_str(), st->config.guard, d->name);
+    }
+    if (!lossy) return TERSE_OK;
+    Status s = prepare_lossless(st, "the error guard");
+    if (s != TERSE_OK) return s;
+    st->guard.every = st->config.guard;
+    st->guard.budget = st->config.guard_budget;
+    st->guard.desc = st->codecs[0].desc();
+    st->guard.params = st->codecs[0].params->get();
+    return TERSE_OK;
+}
+
+// The tuning file: loaded, and checked against the codec it will run (an
+// entry without codec=none runs slot 0, the configured codec).
+Status prepare_tuning(CommState *st) {
+    if (st->config.tune_file.empty()) return TERSE_OK;
+    auto table = std::make_unique<TuneTable>();
+    Status s = table->load(st->config.tune_file);
+    if (s != TERSE_OK) return s;
+    const terse_codec_descriptor_t *d = st->codecs[0].desc();
+    for (const TuneEntry &e : table->entries()) {
+        const bool flat = e.schedule == TuneSchedule::Ring || e.schedule == TuneSchedule::RecursiveDoubling;
+        if (flat && e.codec == TuneCodec::Configured && e.coll == TuneColl::Allreduce &&
+            d->mode == TERSE_REDUCE_GATHER)
+            return set_error(TERSE_ERR_INVALID,
+                             "tuning file %s:%d: @%s cannot run codec '%s', whose payloads cannot be summed "
+                             "(accepted for it: @gather, @mpi, or codec=none)",
+                             table->origin().c_str(), e.line, tune_schedule_name(e.schedule), d->name);
+        if (e.codec == TuneCodec::None && (s = prepare_lossless(st, "the tuning file")) != TERSE_OK)
+            return s;
+    }
+    st->tune = std::move(table);
+    return TERSE_OK;
+}
+
 // Local half of comm_state_ready: parse the codecs the engine may run
 // (the configured one, or auto's candidates that meet its budget, and the
-// lossless identity for the model planner) and create their instances.
-// Anything that can fail locally fails here, before the agreement, so that
-// all ranks learn of it together.
+// lossless slot for the model planner, the guard and the tuning file),
+// create their instances, and load the tuning file.  Anything that can
+// fail locally fails here, before the agreement, so that all ranks learn
+// of it together.
 Status prepare_codec(CommState *st) {
     st->codecs.clear();
+    st->lossless_slot = CommState::kNoSlot;
+    st->guard = GuardState{};
+    st->tune.reset();
     if (!st->config.enable) return TERSE_OK;
     Registry &reg = Registry::instance();
     const bool is_auto = codec_is_auto(st->config.codec);
@@ -128,7 +202,6 @@ Status prepare_codec(CommState *st) {
     const bool model = st->config.planner == PlannerMode::Model;
     std::vector<std::unique_ptr<CodecParams>> parsed;
     if (Status s = reg.parse_codecs(st->config.codec, &parsed); s != TERSE_OK) return s;
-    bool any_lossless = false;
     for (std::unique_ptr<CodecParams> &params : parsed) {
         const bool lossless = params->plugin()->lossless();
         if (au.budget != AutoCodec::Budget::None && !lossless) {
@@ -145,14 +218,13 @@ Status prepare_codec(CommState *st) {
             }
         }
         if (Status s = add_slot(st, std::move(params)); s != TERSE_OK) return s;
-        any_lossless = any_lossless || lossless;
+        if (lossless && st->lossless_slot == CommState::kNoSlot) st->lossless_slot = st->codecs.size() - 1;
     }
-    if (!any_lossless && (model || st->codecs.empty())) {
-        std::unique_ptr<CodecParams> params;
-        Status s = reg.parse_params(CodecSpec{}, &params);
-        if (s == TERSE_OK) s = add_slot(st, std::move(params));
-        if (s != TERSE_OK) return s;
-    }
+    Status s = TERSE_OK;
+    if (model || st->codecs.empty()) s = prepare_lossless(st, model ? "the model planner" : "codec=auto");
+    if (s == TERSE_OK) s = prepare_guard(st);
+    if (s == TERSE_OK) s = prepare_tuning(st);
+    if (s != TERSE_OK) return s;
     bool feedback = false;
     for (const CodecSlot &c : st->codecs) feedback = feedback || c.feedback;
     if (feedback && !st->residuals) st->residuals = std::make_unique<FeedbackStore>();
@@ -188,6 +260,10 @@ std::vector<CodecModel> codec_models(const CommState *st) {
 Status prepare_selector(CommState *st) {
     st->selector.reset();
     if (!st->config.enable || st->config.planner != PlannerMode::Model || st->codecs.empty()) return TERSE_OK;
+    // algorithm=two_level fixes the schedule (the MPI library inside each
+    // node, terse between nodes); the model, which knows flat schedules
+    // only, is not consulted for it (terse(7)).
+    if (st->config.algorithm == Algorithm::TwoLevel) return TERSE_OK;
     CostInputs in;
     in.nranks = st->size;
     if (st->size > 1) {
@@ -281,14 +357,19 @@ Status comm_state_ready(CommState *st) {
     // {h, ~h}: all hashes are equal iff the two ORs share no bit.  The same
     // call carries the local error flag and, for a new context, the masks of
     // context ids in use.
+    // The tuning file's entries agree the same way: the same path may hold
+    // different files on different nodes.
     uint64_t h = st->config.hash();
-    std::vector<uint64_t> in(3 + kCtxMaskWords, 0), out(in.size());
+    const uint64_t th = st->tune ? st->tune->hash() : 0;
+    std::vector<uint64_t> in(5 + kCtxMaskWords, 0), out(in.size());
     in[0] = h;
     in[1] = ~h;
     in[2] = local != TERSE_OK ? 1u : 0u;
+    in[3] = th;
+    in[4] = ~th;
     bool need_id = st->ctx_id == 0;
-    if (need_id) runtime_ctx_used(&in[3]);
-    int n = need_id ? static_cast<int>(in.size()) : 3;
+    if (need_id) runtime_ctx_used(&in[5]);
+    int n = need_id ? static_cast<int>(in.size()) : 5;
     if (PMPI_Allreduce(in.data(), out.data(), n, MPI_UINT64_T, MPI_BOR, st->comm) != MPI_SUCCESS)
         return set_error(TERSE_ERR_MPI, "agreement on communicator %s failed in PMPI_Allreduce",
                          st->describe().c_str());
@@ -304,9 +385,25 @@ Status comm_state_ready(CommState *st) {
                          "ranks of communicator %s disagree on its terse configuration: %s",
                          st->describe().c_str(), why.c_str());
     }
+    if ((out[3] & out[4]) != 0)
+        return set_error(TERSE_ERR_MISMATCH,
+                         "ranks of communicator %s disagree on the tuning file %s: its entries differ between "
+                         "ranks (give every rank the same file)",
+                         st->describe().c_str(), st->config.tune_file.c_str());
     if (need_id) {
-        Status s = agree_ctx_id(st, &out[3]);
+        Status s = agree_ctx_id(st, &out[5]);
         if (s != TERSE_OK) return s;
+    }
+    // The configuration is agreed, so every rank takes this branch alike.
+    if (st->config.enable && st->config.algorithm == Algorithm::TwoLevel) {
+        if (!st->node_layout) {
+            Status s = NodeLayout::make(st->comm, runtime_global().node_key, st->describe(), &st->node_layout);
+            if (s != TERSE_OK) return s;
+            TERSE_LOG_DEBUG("communicator '%s': %s", st->name.c_str(), st->node_layout->describe().c_str());
+        }
+        st->node_layout->set_config(st->config);
+    } else {
+        st->node_layout.reset();
     }
     if (Status s = prepare_selector(st); s != TERSE_OK) return s;
     st->seq = 0;
@@ -315,6 +412,20 @@ Status comm_state_ready(CommState *st) {
     TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(),
                     st->size, st->ctx_id, st->config.canonical().c_str());
     return TERSE_OK;
+}
+
+const CodecParams *comm_state_active_params(const CommState *st) {
+    if (st->codecs.empty()) return nullptr;
+    if (st->guard.tripped && st->lossless_slot != CommState::kNoSlot) return st->codecs[st->lossless_slot].params.get();
+    return st->codecs[0].params.get();
+}
+
+const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes) {
+    if (!st->tune) return nullptr;
+    const TuneColl c = kind == CollKind::Allreduce ? TuneColl::Allreduce
+                       : kind == CollKind::ReduceScatterBlock ? TuneColl::ReduceScatter
+                                                              : TuneColl::Allgather;
+    return st->tune->lookup(c, st->size, bytes);
 }
 
 Status comm_state_codec(CommState *st, size_t slot, terse_dtype_t dtype, CodecInstance **out) {

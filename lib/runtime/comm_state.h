@@ -23,7 +23,10 @@
 #pragma once
 
 #include "config/config.h"
+#include "config/tune_file.h"
 #include "codec/registry.h"
+#include "engine/coll_args.h"
+#include "engine/guard.h"
 #include "engine/op_memory.h"
 #include "engine/ports.h"
 #include "engine/stats.h"
@@ -43,6 +46,7 @@ namespace terse {
 
 class FeedbackStore;  // error_feedback.h
 class Selector;       // engine/selection.h
+class NodeLayout;     // node_layout.h
 
 // One codec the engine may run on a communicator: its parameters and an
 // instance for each datatype it supports (created at agreement, the same
@@ -87,13 +91,20 @@ public:
     uint32_t seq = 0;                // per-operation sequence (tag field)
     // The codecs the engine may run: [0] the configured codec (auto: its
     // first candidate that meets the budget), then auto's other candidates,
-    // then the lossless identity when the model planner may choose it and
-    // none of those is lossless.  Fixed planner: [0] only matters.
+    // then the lossless identity when the model planner, the error guard or
+    // a tuning file's codec=none may need it and none of those is lossless.
+    // Fixed planner: [0] runs, or the lossless slot where the guard tripped
+    // or a tuning entry says codec=none.
     std::vector<CodecSlot> codecs;
+    static constexpr size_t kNoSlot = SIZE_MAX;
+    size_t lossless_slot = kNoSlot;            // index of a lossless slot in codecs, or kNoSlot
     std::unique_ptr<FeedbackStore> residuals;  // shared by the lossy slots
     // TERSE_PLANNER=model: the measured model and each size class's choice
-    // (engine/selection.h), made at agreement; null with the fixed planner.
+    // (engine/selection.h), made at agreement; null with the fixed planner
+    // and with algorithm=two_level (whose schedule is fixed).
     std::unique_ptr<Selector> selector;
+    GuardState guard;                // guard=: reset at each agreement
+    std::unique_ptr<TuneTable> tune; // tune_file's entries, loaded at agreement (null: none)
 
     Stats stats;
     uint64_t call_index = 0;         // intercepted + passed, for capture sampling
@@ -104,6 +115,10 @@ public:
     std::unique_ptr<Link> link;
     std::unique_ptr<Control> control;
     std::unique_ptr<OpMemoryPool> op_memory;
+    // algorithm=two_level: the nodes and the node and rail communicators,
+    // made by comm_state_ready() (collective) and kept while the agreed
+    // configuration asks for it.
+    std::unique_ptr<NodeLayout> node_layout;
 
     // Attach to comm: ranks, world ranks, name, then reresolve().
     void bind(MPI_Comm comm);
@@ -131,13 +146,18 @@ CommState *comm_state_find(MPI_Comm comm);
 // Collective agreement + instantiation (see above).  On disagreement every
 // rank gets TERSE_ERR_MISMATCH with a message naming the differing setting.
 Status comm_state_ready(CommState *st);
-// Codec instance for dtype, created on first use (called in the same
-// collective on every rank, so creation is consistent).
+// The instance for dtype (made at agreement) of codec slot `slot`; an
+// error if it has none.
 Status comm_state_codec(CommState *st, size_t slot, terse_dtype_t dtype, CodecInstance **out);
 // The engine's ports and operation memory (link, control, op_memory),
 // made once and kept as long as st.
 Status comm_state_ports(CommState *st);
 // The planner's summary of st for TERSE_STATS (empty without one).
 std::string comm_state_planner_summary(const CommState *st, const char *indent);
+// The tuning file's entry for this call on st, or nullptr.
+const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes);
+// The codec st's calls run with now: the configured one (slot 0), or the
+// lossless slot's once the error guard switched st (the same on every rank).
+const CodecParams *comm_state_active_params(const CommState *st);
 
 }  // namespace terse

@@ -110,6 +110,30 @@ public:
         r->active = true;
         return TERSE_OK;
     }
+    Status ireduce_scatter(const void *in, void *out, const int *counts, terse_dtype_t dtype, terse_op_t op,
+                           ControlRequest *r) override {
+        MPI_Datatype t = mpi_type(dtype);
+        if (t == MPI_DATATYPE_NULL)
+            return set_error(TERSE_ERR_UNSUPPORTED, "terse node reduce-scatter: dtype %d not supported", int(dtype));
+        MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
+        int rc = PMPI_Ireduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, t, mpi_op(op), comm_, req);
+        if (rc != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: PMPI_Ireduce_scatter failed (code %d)", rc);
+        r->active = true;
+        return TERSE_OK;
+    }
+    Status iallgatherv(void *buf, const int *counts, const int *displs, terse_dtype_t dtype,
+                       ControlRequest *r) override {
+        MPI_Datatype t = mpi_type(dtype);
+        if (t == MPI_DATATYPE_NULL)
+            return set_error(TERSE_ERR_UNSUPPORTED, "terse node allgather: dtype %d not supported", int(dtype));
+        MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
+        int rc = PMPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, t, comm_, req);
+        if (rc != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "terse node allgather: PMPI_Iallgatherv failed (code %d)", rc);
+        r->active = true;
+        return TERSE_OK;
+    }
     bool test(ControlRequest *r, Status *status) override {
         if (!r->active) {
             *status = TERSE_OK;
@@ -119,7 +143,7 @@ public:
         int rc = PMPI_Test(r->storage.get<MPI_Request>(), &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
             r->active = false;
-            *status = set_error(TERSE_ERR_MPI, "terse control allreduce: PMPI_Test failed (code %d)", rc);
+            *status = set_error(TERSE_ERR_MPI, "terse control collective: PMPI_Test failed (code %d)", rc);
             return true;
         }
         if (!flag) return false;

@@ -10,10 +10,23 @@
 namespace terse_errbound {
 namespace {
 
+// The stated bound B at the call's statistics: rel is a fraction of each
+// chunk's value range, which the call's range bounds; norm a fraction of a
+// chunk's L2 norm over sqrt(count), which the largest |x| bounds.
+double error_bound(const void *params, terse_dtype_t, size_t, int, double max_abs, double range) {
+    const Params &p = *static_cast<const Params *>(params);
+    switch (p.mode) {
+    case kAbs: return p.bound;
+    case kRel: return p.bound * range;
+    case kNorm: return p.bound * max_abs;
+    }
+    return -1;
+}
+
 // terse_codec_errbound(7): abs=B is B; rel=f is f times the chunk's value
 // range, at most 2 m wide; norm=f is f N / sqrt(count) with N <= m
 // sqrt(count).  Whatever the number of ranks.
-int error_bound(const void *params, int, int *kind, double *value) {
+int error_contract(const void *params, int, int *kind, double *value) {
     const Params &p = *static_cast<const Params *>(params);
     switch (p.mode) {
     case kAbs: *kind = TERSE_BOUND_ABS; *value = p.bound; break;
@@ -37,6 +50,7 @@ terse_codec_descriptor_t make_descriptor() {
     d.mode = TERSE_REDUCE_SUMMABLE;
     terse_codec::set_forwarding_callbacks<Params, Instance>(d);
     d.error_bound = error_bound;
+    d.error_contract = error_contract;
     return d;
 }
 

@@ -196,7 +196,8 @@ const terse_codec_descriptor_t kNoneDescriptor = {
     none_encode,
     none_decode,
     nullptr,  // combine
-    nullptr,  // error_bound: lossless, so the engine knows its bound (0)
+    nullptr,  // error_bound: lossless
+    nullptr,  // error_contract: lossless, so the engine knows its bound (0)
     {},
 };
 

@@ -10,11 +10,32 @@
 namespace terse_quantize {
 namespace {
 
+// The contract (terse_codec_quantize(7)): |r - sum| <= n e (1 + 2^-32) +
+// ulp(r), with the per-rank error e from each block's agreed max m, which
+// the call's max |x| bounds; ulp(r) is bounded through |r| <= n (M + e).
+double error_bound(const void *params, terse_dtype_t dtype, size_t, int nranks, double max_abs, double) {
+    const Params &p = *static_cast<const Params *>(params);
+    const double m = max_abs, L = double((1 << (p.bits - 1)) - 1);
+    double e;
+    if (p.bits == 1) e = p.rounding == kNearest ? m : 2 * m;
+    else e = p.rounding == kNearest ? m / (2 * L) : m / L;
+    double eps;
+    switch (dtype) {
+    case TERSE_DTYPE_FLOAT32: eps = 0x1p-23; break;
+    case TERSE_DTYPE_FLOAT64: eps = 0x1p-52; break;
+    case TERSE_DTYPE_FLOAT16: eps = 0x1p-10; break;
+    case TERSE_DTYPE_BFLOAT16: eps = 0x1p-7; break;
+    default: return -1;
+    }
+    const double n = nranks;
+    return n * e * (1 + 0x1p-32) + eps * n * (m + e);
+}
+
 // The contract (terse_codec_quantize(7)): n ranks err by at most n * e,
 // e = m / (2L) nearest, m / L stochastic (L = 2^(bits-1) - 1); one bit:
 // max(s, m - s) <= m nearest, 2m stochastic.  The factor 1 + 2^-32 of the
 // contract is rounded up into the last digit.
-int error_bound(const void *params, int nranks, int *kind, double *value) {
+int error_contract(const void *params, int nranks, int *kind, double *value) {
     const Params &p = *static_cast<const Params *>(params);
     const bool nearest = p.rounding == kNearest;
     double e;
@@ -43,6 +64,7 @@ terse_codec_descriptor_t make_descriptor() {
     d.mode = TERSE_REDUCE_SUMMABLE;
     terse_codec::set_forwarding_callbacks<Params, Instance>(d);
     d.error_bound = error_bound;
+    d.error_contract = error_contract;
     return d;
 }
 

@@ -255,6 +255,8 @@ const terse_codec_descriptor_t kDescriptor = {
     topk_encode,
     topk_decode,
     nullptr,
+    nullptr,  // error_bound: none stated (terse_codec_topk(7))
+    nullptr,  // error_contract: none stated
     {},
 };
 

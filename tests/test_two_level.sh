@@ -1,0 +1,44 @@
+#!/bin/sh
+# The two-level schedule end to end (test_two_level.cc) on nodes emulated
+# with TERSE_NODE_KEY, one key per rank: each layout below is a word with
+# one letter per rank, ranks with the same letter sharing a node ("aabbb":
+# nodes of 2 and 3 ranks).  1 to 3 nodes of 1 to 4 ranks, uneven and
+# interleaved ones included; one under the model planner; then the
+# shared-memory split (no key), and a key set on some ranks only.
+. "${srcdir:-.}/mpirun_helpers.sh"
+set -u
+export TERSE_MIN_BYTES=0
+export TEST_TIMEOUT=${TEST_TIMEOUT:-120}
+
+# run_layout WORD [ARGS]: one MPMD context per rank, each with its key.
+run_layout() {
+    word=$1; shift
+    set -- "$@"
+    contexts=""
+    i=0
+    while [ $i -lt ${#word} ]; do
+        key=$(printf '%s' "$word" | cut -c$((i + 1)))
+        contexts="$contexts${contexts:+ : }-np 1 env TERSE_NODE_KEY=node-$key ./test_two_level $*"
+        i=$((i + 1))
+    done
+    # shellcheck disable=SC2086
+    timeout -k 10 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_FLAGS $contexts
+}
+
+for word in aaaa ab aabb aaabb abc abab aabbcc abbccc; do
+    echo "== nodes $word"
+    t0=$(date +%s)
+    run_layout $word || fail "layout $word"
+    echo "   ($(($(date +%s) - t0)) s)"
+done
+
+echo "== nodes aabb with TERSE_PLANNER=model: algorithm=two_level is not the model's to change"
+TERSE_PLANNER=model run_layout aabb || fail "layout aabb under the model planner"
+
+echo "== no TERSE_NODE_KEY: the MPI library's shared-memory split, 3 ranks"
+run_np 3 ./test_two_level || fail "shared-memory split"
+
+echo "== TERSE_NODE_KEY on rank 0 only"
+timeout -k 10 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np 1 env TERSE_NODE_KEY=x ./test_two_level mismatch : \
+    -np 1 ./test_two_level mismatch || fail "mismatched keys"
+echo "all two-level checks passed"
