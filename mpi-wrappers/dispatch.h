@@ -8,9 +8,11 @@
 //     (runtime/pass_through.h), goes to PMPI at once: no lock, no lookup,
 //     no communicator state, no re-entry guard.
 //  2. run_collective(), under a ReentryGuard: the communicator's state,
-//     found without a lock, decides through collective_eligible() (the
-//     engine's engine_eligible(), engine/planner.h), agreeing first if the
-//     communicator is not ready (runtime/comm_state.h).
+//     found without a lock, decides through collective_choose() (the
+//     engine's engine_eligible(), engine/planner.h, then with
+//     TERSE_PLANNER=model the planner's choice, engine/selection.h),
+//     agreeing first if the communicator is not ready
+//     (runtime/comm_state.h).
 // The decision reads no environment and takes no lock of terse's own or of
 // the MPI library's; it depends only on arguments MPI requires to match on
 // every rank, on the floor agreed at MPI_Init and on configuration agreed
@@ -63,15 +65,16 @@ inline bool pass_at_once(bool takes, size_t bytes) {
 
 // Where step 2 sends a call.
 enum class Route {
-    Pass,    // to PMPI
-    Engine,  // to terse's engine, on *st
-    Failed   // nowhere: the error was reported (*rc)
+    Pass,       // to PMPI
+    PassTimed,  // to PMPI, chosen by the model planner (timed, on *st)
+    Engine,     // to terse's engine, on *st, as *choice says
+    Failed      // nowhere: the error was reported (*rc)
 };
 
 // Step 2's decision, for blocking and non-blocking calls alike.  bytes as
 // for pass_at_once().  Callers hold a ReentryGuard.
 inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, CommState **out,
-                              int *rc) {
+                              CollectiveChoice *choice, int *rc) {
     // Lookup or create: once made, the state is found without a lock, also
     // for the calls below the floor that a lowered gate sends here.
     Status s;
@@ -101,16 +104,21 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
             return Route::Failed;
         }
     }
-    if (!collective_eligible(st, a)) {
+    *choice = collective_choose(st, a);
+    if (!choice->engine) {
         // Below the floor a call gets here only when an agreed min_bytes
         // (this communicator's or another's) lowered the gate: it counts
         // as it would have without that.
         if (bytes < pass_floor()) {
             count_straight_pass();
-        } else {
-            collective_passed(st);
+            return Route::Pass;
         }
-        return Route::Pass;
+        if (!choice->model) {
+            collective_passed(st);
+            return Route::Pass;
+        }
+        *out = st;
+        return Route::PassTimed;
     }
     *out = st;
     return Route::Engine;
@@ -122,11 +130,13 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
 template <class Pass>
 int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
     CommState *st = nullptr;
+    CollectiveChoice choice;
     int rc = MPI_SUCCESS;
-    const Route route = route_collective(comm, a, bytes, call, &st, &rc);
+    const Route route = route_collective(comm, a, bytes, call, &st, &choice, &rc);
     if (route == Route::Pass) return pass();
+    if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
     if (route == Route::Failed) return rc;
-    Status s = st->nb ? nb_run_blocking(st, a) : collective_run(st, a);
+    Status s = st->nb ? nb_run_blocking(st, a, choice) : collective_run(st, a, choice);
     if (s != TERSE_OK) return report_error(comm, s, call);
     return MPI_SUCCESS;
 }
@@ -137,11 +147,13 @@ template <class Pass>
 int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, MPI_Request *request,
                      Pass &&pass) {
     CommState *st = nullptr;
+    CollectiveChoice choice;
     int rc = MPI_SUCCESS;
-    const Route route = route_collective(comm, a, bytes, call, &st, &rc);
+    const Route route = route_collective(comm, a, bytes, call, &st, &choice, &rc);
     if (route == Route::Pass) return pass();
+    if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
     if (route == Route::Failed) return rc;
-    Status s = nb_start(st, a, call, request);
+    Status s = nb_start(st, a, choice, call, request);
     if (s != TERSE_OK) return report_error(comm, s, call);
     // Operations of other communicators may wait for this thread's MPI.
     nb_poll();

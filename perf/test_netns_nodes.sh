@@ -84,7 +84,7 @@ check_links "plain MPI"
 if [ -f "${TERSE_LIB:-}" ]; then
     echo "== terse (codec none, UCX sm + tcp), 2 nodes x 2 ranks: lossless, identical, over the shaped link"
     out=$(run_nodes --nodes 2 --ppn 2 --rate 1gbit --counters -- $MPIRUN $mpirun_flags -np 4 \
-          -x LD_PRELOAD="$TERSE_LIB" -x TERSE_MIN_BYTES=0 -x TERSE_CODEC=none -x TERSE_UCX_TLS=self,sm,tcp \
+          -x LD_PRELOAD="$TERSE_LIB" -x TERSE_PLANNER=fixed -x TERSE_MIN_BYTES=0 -x TERSE_CODEC=none -x TERSE_UCX_TLS=self,sm,tcp \
           $bench -m $S:$S -i 4 -x 1 -c -o csv 2>&1) || { echo "$out"; fail "terse on two emulated nodes"; }
     echo "$out" | grep -q "^# terse: [0-9].* loaded" || { echo "$out"; fail "terse not loaded"; }
     echo "$out" | grep "^$S," | awk -F, '$7 == "" || $10 != 1 || $11 != "pass" { bad = 1; print "bad row: " $0 } END { exit bad }' \

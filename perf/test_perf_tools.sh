@@ -36,14 +36,14 @@ echo "$out" | grep -q -- "-t: expected laplace, gauss, smooth or file:PATH, got 
 
 if [ -f "${TERSE_LIB:-}" ]; then
     echo "== under terse (LD_PRELOAD, codec none): lossless, identical, wire ratio reported"
-    out=$(run_np 3 -x LD_PRELOAD="$TERSE_LIB" -x TERSE_MIN_BYTES=0 -x TERSE_CODEC=none \
+    out=$(run_np 3 -x LD_PRELOAD="$TERSE_LIB" -x TERSE_PLANNER=fixed -x TERSE_MIN_BYTES=0 -x TERSE_CODEC=none \
           $bench -m 4:1M -i 2 -x 1 -c -o csv 2>&1) || { echo "$out"; fail "terse none"; }
     echo "$out" | grep -q "^# terse: [0-9].* loaded, TERSE_CODEC=none" || { echo "$out"; fail "header should say terse is loaded"; }
     echo "$out" | rows | awk -F, '$7 == "" || $7 < 0.9 || $10 != 1 || $11 != "pass" { bad = 1; print "bad row: " $0 }
                                   END { exit bad }' || fail "terse none rows"
     if ls $(echo "$TERSE_PLUGIN_PATH" | tr ':' ' ') 2>/dev/null | grep -q '^terse_quantize.so$'; then
         echo "== under terse, quantize:bits=8 compresses and stays within 5e-2"
-        out=$(run_np 2 -x LD_PRELOAD="$TERSE_LIB" -x TERSE_MIN_BYTES=0 -x TERSE_CODEC=quantize:bits=8 \
+        out=$(run_np 2 -x LD_PRELOAD="$TERSE_LIB" -x TERSE_PLANNER=fixed -x TERSE_MIN_BYTES=0 -x TERSE_CODEC=quantize:bits=8 \
               $bench -m 64K:1M -i 2 -x 1 -c -e 5e-2 -o csv 2>&1) || { echo "$out"; fail "terse quantize"; }
         echo "$out" | rows | awk -F, '$7 == "" || $7 < 2 { bad = 1; print "no compression: " $0 } END { exit bad }' \
             || fail "quantize:bits=8 should shrink the wire at least 2x"

@@ -4,6 +4,11 @@
 # Open MPI over shared memory for its own traffic; terse's UCX picks its own.
 export OMPI_MCA_btl=self,vader
 export OMPI_MCA_pml=ob1
+# These tests exercise terse's engine, so the planner always runs the
+# configured codec (the default model planner would send most calls on this
+# shared-memory node to the MPI library); tests of the planner set
+# TERSE_PLANNER=model themselves.
+export TERSE_PLANNER="${TERSE_PLANNER:-fixed}"
 
 # run_np N PROGRAM ARGS...: run under mpirun with a time limit, so a hang
 # fails the test instead of stalling the suite.

@@ -96,6 +96,22 @@ TEST(CodecSpec, CanonicalTextParsesBack) {
 
 struct BadSpec { const char *text, *reason; };
 
+// Each spec is refused naming the variable, the spec, the reason and the
+// accepted form, and leaves the output as it was.
+template <size_t N>
+void expect_refused(const BadSpec (&cases)[N], const char *accepted) {
+    for (const auto &c : cases) {
+        CodecSpec s;
+        s.name = "keep";
+        clear_error();
+        EXPECT_EQ(codec_spec_parse(c.text, "TERSE_CODEC", &s), TERSE_ERR_INVALID) << c.text;
+        const std::string msg = err();
+        expect_contains(msg, {"TERSE_CODEC", "codec", c.reason, accepted});
+        EXPECT_NE(msg.find(std::string("'") + c.text + "'"), std::string::npos) << msg;
+        EXPECT_EQ(s.name, "keep") << "a refused spec must leave the output unchanged: " << c.text;
+    }
+}
+
 TEST(CodecSpec, Errors) {
     const BadSpec cases[] = {
         {"", "name is empty"},
@@ -118,17 +134,77 @@ TEST(CodecSpec, Errors) {
         {"quantize:bits=\t4", "contains"},
         {"quantize:feedback=sometimes", "parameter 'feedback' is not one of default, 1, 0, on, off"},
     };
-    for (const auto &c : cases) {
-        CodecSpec s;
-        s.name = "keep";
-        clear_error();
-        EXPECT_EQ(codec_spec_parse(c.text, "TERSE_CODEC", &s), TERSE_ERR_INVALID) << c.text;
-        const std::string msg = err();
-        expect_contains(msg, {"TERSE_CODEC", "codec", c.reason,
-                              "codec[:key=value[,key=value...]]"});
-        EXPECT_NE(msg.find(std::string("'") + c.text + "'"), std::string::npos) << msg;
-        EXPECT_EQ(s.name, "keep") << "a refused spec must leave the output unchanged";
-    }
+    expect_refused(cases, "codec[:key=value[,key=value...]]");
+}
+
+// --------------------------------------------------------------------- codec=auto
+
+TEST(CodecAuto, CandidatesAndBudget) {
+    CodecSpec s;
+    ASSERT_EQ(codec_spec_parse("auto:candidates=quantize:bits=8|quantize:bits=4,block=256|errbound:rel=1e-3,"
+                               "budget=rel:1e-2", "t", &s), TERSE_OK) << err();
+    EXPECT_TRUE(codec_is_auto(s));
+    const AutoCodec a = auto_codec_of(s);
+    ASSERT_EQ(a.candidates.size(), 3u);
+    EXPECT_EQ(a.candidates[0].text(), "quantize:bits=8");
+    EXPECT_EQ(a.candidates[1].text(), "quantize:bits=4,block=256");  // a candidate's second parameter
+    EXPECT_EQ(a.candidates[2].text(), "errbound:rel=1e-3");
+    EXPECT_EQ(a.budget, AutoCodec::Budget::Rel);
+    EXPECT_DOUBLE_EQ(a.budget_value, 1e-2);
+    // The canonical text parses back to the same, candidates in written order.
+    CodecSpec t;
+    ASSERT_EQ(codec_spec_parse(s.text(), "t", &t), TERSE_OK) << s.text() << ": " << err();
+    EXPECT_EQ(t.text(), s.text());
+    EXPECT_EQ(auto_codec_of(t).candidates[1].text(), "quantize:bits=4,block=256");
+    // Without a budget, and with an absolute one.
+    ASSERT_EQ(codec_spec_parse("auto:candidates=topk:ratio=0.01", "t", &s), TERSE_OK);
+    EXPECT_EQ(auto_codec_of(s).budget, AutoCodec::Budget::None);
+    ASSERT_EQ(codec_spec_parse("auto:budget=abs:0.5,candidates=errbound:abs=1e-3", "t", &s), TERSE_OK);
+    EXPECT_EQ(auto_codec_of(s).budget, AutoCodec::Budget::Abs);
+    EXPECT_DOUBLE_EQ(auto_codec_of(s).budget_value, 0.5);
+}
+
+TEST(CodecAuto, FeedbackIsTheEnginesKey) {
+    CommConfig cfg;
+    ASSERT_EQ(config_apply(&cfg, "codec", "auto:candidates=quantize:bits=4,feedback=on", "t"), TERSE_OK) << err();
+    EXPECT_EQ(cfg.feedback, 1);
+    EXPECT_EQ(cfg.codec.text(), "auto:candidates=quantize:bits=4");
+}
+
+TEST(CodecAuto, Errors) {
+    const BadSpec cases[] = {
+        {"auto", "auto needs candidates"},
+        {"auto:budget=rel:0.1", "auto needs candidates="},
+        {"auto:candidates=", "has no value"},
+        {"auto:candidates=quantize:bits=8,budget=", "has no value"},
+        {"auto:pick=quantize", "auto has no key 'pick'"},
+        {"auto:candidates=quantize|Zfp", "candidate 'Zfp'"},
+        {"auto:candidates=quantize||zfp", "the codec name is empty"},
+        {"auto:candidates=quantize|auto:candidates=zfp", "cannot be auto"},
+        {"auto:candidates=quantize:bits=8|quantize:bits=8", "given twice"},
+        {"auto:candidates=quantize,candidates=zfp", "'candidates' is given twice"},
+        {"auto:candidates=quantize,budget=1e-2", "is not abs:X or rel:X"},
+        {"auto:candidates=quantize,budget=max:1e-2", "is not abs:X or rel:X"},
+        {"auto:candidates=quantize,budget=rel:", "needs a number in (0, 1]"},
+        {"auto:candidates=quantize,budget=rel:2", "needs a number in (0, 1]"},
+        {"auto:candidates=quantize,budget=rel:1e-2x", "needs a number"},
+        {"auto:candidates=quantize,budget=abs:-1", "needs a number > 0"},
+        {"auto:candidates=quantize,budget=abs:inf", "needs a number > 0"},
+        {"auto:candidates=quantize,feedback=maybe", "parameter 'feedback' is not one of"},
+    };
+    expect_refused(cases, "auto:candidates=CODEC[|CODEC...]");
+}
+
+TEST(PlannerKey, ModelByDefaultFixedOnRequest) {
+    CommConfig cfg;
+    EXPECT_EQ(cfg.planner, PlannerMode::Model);
+    ASSERT_EQ(config_apply(&cfg, "planner", "fixed", "t"), TERSE_OK);
+    EXPECT_EQ(cfg.planner, PlannerMode::Fixed);
+    EXPECT_NE(cfg.canonical().find("planner=fixed"), std::string::npos);
+    clear_error();
+    EXPECT_EQ(config_apply(&cfg, "planner", "fastest", "TERSE_PLANNER"), TERSE_ERR_INVALID);
+    expect_contains(err(), {"TERSE_PLANNER", "'fastest'", "model", "fixed"});
+    EXPECT_EQ(cfg.planner, PlannerMode::Fixed);
 }
 
 // --------------------------------------------------------------------- sizes
@@ -301,7 +377,7 @@ TEST(ConfigApply, UnknownKeySuggestsClosest) {
         EXPECT_EQ(config_apply(&cfg, key, "1", "config file a.conf:3"), TERSE_ERR_INVALID);
         expect_contains(err(), {"config file a.conf:3", "unknown key", key,
                                 "enable, codec, min_bytes, chunk_bytes, pipeline_depth, "
-                                "algorithm, feedback, verify"});
+                                "algorithm, feedback, verify, guard, guard_budget, tune_file, planner"});
         EXPECT_NE(err().find(std::string("did you mean '") + near + "'"), std::string::npos) << err();
     }
 }
@@ -309,7 +385,7 @@ TEST(ConfigApply, UnknownKeySuggestsClosest) {
 TEST(ConfigApply, KeysListed) {
     const std::vector<std::string> want = {"enable", "codec", "min_bytes", "chunk_bytes",
                                            "pipeline_depth", "algorithm", "feedback", "verify",
-                                           "guard", "guard_budget", "tune_file"};
+                                           "guard", "guard_budget", "tune_file", "planner"};
     EXPECT_EQ(config_keys(), want);
 }
 
@@ -319,7 +395,7 @@ TEST(Canonical, Default) {
     CommConfig cfg;
     EXPECT_EQ(cfg.canonical(),
               "enable=1 codec=none min_bytes=65536 chunk_bytes=1048576 pipeline_depth=4 "
-              "algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file=");
+              "algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
     EXPECT_EQ(cfg.hash(), fnv1a(cfg.canonical()));
     EXPECT_EQ(CommConfig{}.hash(), cfg.hash());
     // FNV-1a's published test vector pins the constants.
@@ -385,7 +461,7 @@ TEST(Environment, ReadsEverything) {
     ASSERT_EQ(config_read_environment(&g, &d, env.get()), TERSE_OK) << err();
     EXPECT_EQ(d.canonical(),
               "enable=0 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=262144 pipeline_depth=8 "
-              "algorithm=ring feedback=0 verify=1 guard=100 guard_budget=rel:0.001 tune_file=");
+              "algorithm=ring feedback=0 verify=1 guard=100 guard_budget=rel:0.001 tune_file= planner=model");
     EXPECT_EQ(g.plugin_path, "/a:/b");
     EXPECT_EQ(g.config_file, "/etc/terse.conf");
     EXPECT_EQ(g.stats, 2);
@@ -517,11 +593,11 @@ TEST(Environment, VariableList) {
     const auto &v = config_environment_variables();
     for (const char *n : {"TERSE_ENABLE", "TERSE_CODEC", "TERSE_MIN_BYTES", "TERSE_CHUNK_BYTES",
                           "TERSE_PIPELINE_DEPTH", "TERSE_ALGORITHM", "TERSE_FEEDBACK",
-                          "TERSE_VERIFY", "TERSE_GUARD", "TERSE_GUARD_BUDGET", "TERSE_TUNE_FILE", "TERSE_PLUGIN_PATH",
-                          "TERSE_CONFIG", "TERSE_STATS", "TERSE_LOG", "TERSE_CAPTURE", "TERSE_CAPTURE_INTERVAL",
-                          "TERSE_NODE_KEY"})
+                          "TERSE_VERIFY", "TERSE_GUARD", "TERSE_GUARD_BUDGET", "TERSE_TUNE_FILE", "TERSE_PLANNER",
+                          "TERSE_PLUGIN_PATH", "TERSE_CONFIG", "TERSE_STATS", "TERSE_LOG", "TERSE_CAPTURE",
+                          "TERSE_CAPTURE_INTERVAL", "TERSE_NODE_KEY"})
         EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
-    EXPECT_EQ(v.size(), 18u);
+    EXPECT_EQ(v.size(), 19u);
 }
 
 // --------------------------------------------------------------------- config file
@@ -558,7 +634,7 @@ TEST(ConfigFileTest, GlobsApplyInFileOrder) {
     ASSERT_EQ(f.apply("MPI_COMM_WORLD", &world), TERSE_OK) << err();
     EXPECT_EQ(world.canonical(),
               "enable=1 codec=quantize:bits=8 min_bytes=32768 chunk_bytes=524288 "
-              "pipeline_depth=2 algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file=");
+              "pipeline_depth=2 algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
 
     CommConfig s12;
     ASSERT_EQ(f.apply("solver_12", &s12), TERSE_OK) << err();
@@ -792,14 +868,14 @@ TEST(Precedence, DefaultsEnvFileInfoOverrides) {
     ASSERT_EQ(config_apply_overrides(ov, &c), TERSE_OK);  // < overrides
     EXPECT_EQ(c.canonical(),
               "enable=1 codec=none min_bytes=1024 chunk_bytes=131072 pipeline_depth=5 "
-              "algorithm=gather feedback=default verify=0 guard=0 guard_budget=off tune_file=");
+              "algorithm=gather feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
 
     // A communicator no specific section matches keeps the env where the file is silent.
     CommConfig o = defaults;
     ASSERT_EQ(f.apply("solver", &o), TERSE_OK);
     EXPECT_EQ(o.canonical(),
               "enable=1 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=131072 pipeline_depth=2 "
-              "algorithm=ring feedback=default verify=0 guard=0 guard_budget=off tune_file=");
+              "algorithm=ring feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
 }
 
 }  // namespace

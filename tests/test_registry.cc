@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -500,3 +501,38 @@ TEST_F(NoneCodecTest, ThroughAFrame) {
 }
 
 }  // namespace
+
+// ABI revision 2: the bounds codecs state, which TERSE_CODEC=auto holds to
+// its budget.
+TEST_F(RegistryTest, StatedBounds) {
+    auto bound = [](const char *text, int nranks, double *v) {
+        CodecSpec spec;
+        EXPECT_EQ(terse::codec_spec_parse(text, "t", &spec), TERSE_OK);
+        std::unique_ptr<terse::CodecParams> p;
+        EXPECT_EQ(Registry::instance().parse_params(spec, &p), TERSE_OK) << terse::last_error();
+        return p ? p->stated_bound(nranks, v) : TERSE_BOUND_NONE;
+    };
+    double v = -1;
+    EXPECT_EQ(bound("none", 4, &v), TERSE_BOUND_ABS);
+    EXPECT_EQ(v, 0);
+    const std::vector<std::string> have = Registry::instance().available();
+    auto has = [&](const char *n) { return std::find(have.begin(), have.end(), n) != have.end(); };
+    if (has("quantize")) {
+        EXPECT_EQ(bound("quantize:bits=8", 4, &v), TERSE_BOUND_REL);
+        EXPECT_NEAR(v, 4.0 / 254, 1e-9);  // n * m / (2L), L = 127
+        EXPECT_EQ(bound("quantize:bits=4,rounding=stochastic", 2, &v), TERSE_BOUND_REL);
+        EXPECT_NEAR(v, 2.0 / 7, 1e-9);    // n * m / L, L = 7
+        EXPECT_EQ(bound("quantize:bits=1", 3, &v), TERSE_BOUND_REL);
+        EXPECT_NEAR(v, 3.0, 1e-8);
+    }
+    if (has("errbound")) {
+        EXPECT_EQ(bound("errbound:abs=1e-4", 8, &v), TERSE_BOUND_ABS);
+        EXPECT_DOUBLE_EQ(v, 1e-4);
+        EXPECT_EQ(bound("errbound:rel=1e-3", 8, &v), TERSE_BOUND_REL);
+        EXPECT_DOUBLE_EQ(v, 2e-3);        // a value range is at most 2 max|x| wide
+        EXPECT_EQ(bound("errbound:norm=1e-2", 8, &v), TERSE_BOUND_REL);
+        EXPECT_DOUBLE_EQ(v, 1e-2);
+    }
+    if (has("topk")) EXPECT_EQ(bound("topk", 4, &v), TERSE_BOUND_NONE);
+    if (has("zfp")) EXPECT_EQ(bound("zfp:accuracy=1e-3", 4, &v), TERSE_BOUND_NONE);
+}

@@ -3,8 +3,8 @@
 # with TERSE_NODE_KEY, one key per rank: each layout below is a word with
 # one letter per rank, ranks with the same letter sharing a node ("aabbb":
 # nodes of 2 and 3 ranks).  1 to 3 nodes of 1 to 4 ranks, uneven and
-# interleaved ones included; then the shared-memory split (no key), and a
-# key set on some ranks only.
+# interleaved ones included; one under the model planner; then the
+# shared-memory split (no key), and a key set on some ranks only.
 . "${srcdir:-.}/mpirun_helpers.sh"
 set -u
 export TERSE_MIN_BYTES=0
@@ -31,6 +31,9 @@ for word in aaaa ab aabb aaabb abc abab aabbcc abbccc; do
     run_layout $word || fail "layout $word"
     echo "   ($(($(date +%s) - t0)) s)"
 done
+
+echo "== nodes aabb with TERSE_PLANNER=model: algorithm=two_level is not the model's to change"
+TERSE_PLANNER=model run_layout aabb || fail "layout aabb under the model planner"
 
 echo "== no TERSE_NODE_KEY: the MPI library's shared-memory split, 3 ranks"
 run_np 3 ./test_two_level || fail "shared-memory split"

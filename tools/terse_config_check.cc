@@ -95,8 +95,8 @@ public:
         const std::string text = cfg.codec.text();
         if (auto it = refused_.find(text); it != refused_.end()) return false;
         if (accepted_.count(text)) return true;
-        std::unique_ptr<CodecParams> params;
-        if (Registry::instance().parse_params(cfg.codec, &params) != TERSE_OK) {
+        std::vector<std::unique_ptr<CodecParams>> params;
+        if (Registry::instance().parse_codecs(cfg.codec, &params) != TERSE_OK) {
             fprintf(stderr, "%s: %s (codec=%s): %s\n", kProg, where.c_str(), text.c_str(),
                     last_error());
             refused_.insert(text);

@@ -44,7 +44,8 @@ extern "C" {
  * same way, on an engine of an earlier one.
  *   0: the descriptor as first published.
  *   1: TERSE_CODEC_FLAG_IDENTITY.
- *   2: error_bound (formerly reserved[0]).
+ *   2: error_bound and error_contract (formerly reserved[0] and [1]; a
+ *      plugin of an earlier revision leaves them NULL: no stated bound).
  */
 #define TERSE_CODEC_ABI_REVISION 2u
 
@@ -122,6 +123,20 @@ typedef enum terse_codec_status {
  * otherwise).  Without it the engine calls encode/decode, with the same
  * results, only slower. */
 #define TERSE_CODEC_FLAG_IDENTITY    (1u << 3)
+
+/* Revision 2: the kind of an end-to-end error bound a codec states
+ * (error_contract below), for one element r of a reduced result against the
+ * exact sum S of the ranks' inputs:
+ *   TERSE_BOUND_ABS: |r - S| <= value;
+ *   TERSE_BOUND_REL: |r - S| <= value * m, m the largest |x| any rank has
+ *                    in the chunk holding the element.
+ * Neither counts the final rounding of r to the output type (one unit in
+ * its last place). */
+typedef enum terse_bound_kind {
+    TERSE_BOUND_NONE = 0,
+    TERSE_BOUND_ABS  = 1,
+    TERSE_BOUND_REL  = 2
+} terse_bound_kind_t;
 
 /* One key=value pair of a codec specification, e.g. {"bits", "8"}. */
 typedef struct terse_codec_kv {
@@ -212,7 +227,15 @@ typedef struct terse_codec_descriptor {
     double (*error_bound)(const void *params, terse_dtype_t dtype, size_t count, int nranks,
                           double max_abs, double range);
 
-    void *reserved[7];            /* must be NULL */
+    /* Revision 2, optional (NULL: no stated contract): the same contract in
+     * the form a user's error budget is written in, independent of the data:
+     * for these parameters on nranks ranks, for every datatype it supports,
+     * writes *kind (terse_bound_kind_t) and *value and returns
+     * TERSE_CODEC_OK; TERSE_BOUND_NONE when these parameters state none.
+     * The planner's TERSE_CODEC=auto compares it with the budget. */
+    int (*error_contract)(const void *params, int nranks, int *kind, double *value);
+
+    void *reserved[6];            /* must be NULL */
 } terse_codec_descriptor_t;
 
 /* Type of the exported entry point. */

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -115,6 +116,17 @@ std::string plugin_message(char *err, int rc) {
 
 CodecParams::~CodecParams() {
     if (params_) plugin_->desc->free_params(params_);
+}
+
+terse_bound_kind_t CodecParams::stated_bound(int nranks, double *value) const {
+    *value = 0;
+    const terse_codec_descriptor_t *d = plugin_->desc;
+    if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) return TERSE_BOUND_ABS;
+    int kind = TERSE_BOUND_NONE;
+    if (!d->error_contract || d->error_contract(params_, nranks, &kind, value) != TERSE_CODEC_OK) return TERSE_BOUND_NONE;
+    if ((kind != TERSE_BOUND_ABS && kind != TERSE_BOUND_REL) || !(*value >= 0) || !std::isfinite(*value))
+        return TERSE_BOUND_NONE;
+    return static_cast<terse_bound_kind_t>(kind);
 }
 
 std::string CodecParams::canonical() const {
@@ -416,6 +428,32 @@ Status Registry::parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams
         if (params) plugin->desc->free_params(params);
         return set_error(TERSE_ERR_NO_MEMORY, "codec '%s': out of memory parsing parameters", name);
     }
+}
+
+Status Registry::parse_codecs(const CodecSpec &spec, std::vector<std::unique_ptr<CodecParams>> *out) {
+    out->clear();
+    if (!codec_is_auto(spec)) {
+        std::unique_ptr<CodecParams> p;
+        if (Status s = parse_params(spec, &p); s != TERSE_OK) return s;
+        out->push_back(std::move(p));
+        return TERSE_OK;
+    }
+    const AutoCodec au = auto_codec_of(spec);
+    for (const CodecSpec &c : au.candidates) {
+        std::unique_ptr<CodecParams> p;
+        if (Status s = parse_params(c, &p); s != TERSE_OK)
+            return set_error(s, "codec=auto: candidate '%s': %s", c.text().c_str(), last_error());
+        double v;
+        if (au.budget != AutoCodec::Budget::None && p->stated_bound(1, &v) == TERSE_BOUND_NONE)
+            return set_error(TERSE_ERR_INVALID,
+                             "codec=auto: candidate '%s' states no error bound, so it cannot be held to "
+                             "budget %s:%g (accepted with a budget: lossless codecs and codecs that state "
+                             "a bound, such as quantize and errbound)",
+                             c.text().c_str(), au.budget == AutoCodec::Budget::Abs ? "abs" : "rel",
+                             au.budget_value);
+        out->push_back(std::move(p));
+    }
+    return TERSE_OK;
 }
 
 Status Registry::create(const CodecParams &params, const terse_codec_setup_t &setup,

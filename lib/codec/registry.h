@@ -45,6 +45,10 @@ public:
     const void *get() const { return params_; }
     std::string canonical() const;  // "name:params_string"
     bool feedback_default() const { return plugin_->desc->flags & TERSE_CODEC_FLAG_FEEDBACK_DEFAULT; }
+    // The end-to-end error bound the codec states for these parameters on
+    // nranks ranks (descriptor's error_contract, ABI revision 2): lossless
+    // codecs state 0 absolute; TERSE_BOUND_NONE when it states none.
+    terse_bound_kind_t stated_bound(int nranks, double *value) const;
 private:
     const CodecPlugin *plugin_;
     void *params_;
@@ -88,6 +92,12 @@ public:
     // Parse spec.params with the plugin's parse(); the engine's own keys
     // "feedback" and "guard" are not passed to the plugin.
     Status parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams> *out);
+
+    // The codecs a configured spec names: itself, or each candidate of
+    // TERSE_CODEC=auto (config.h), parsed.  An unknown candidate, or one
+    // that states no error bound (CodecParams::stated_bound) while auto
+    // has a budget, is an error naming it.
+    Status parse_codecs(const CodecSpec &spec, std::vector<std::unique_ptr<CodecParams>> *out);
 
     Status create(const CodecParams &params, const terse_codec_setup_t &setup,
                   std::unique_ptr<CodecInstance> *out);

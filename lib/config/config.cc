@@ -39,6 +39,8 @@ Status codec_spec_parse(std::string_view text, const std::string &source, CodecS
                      codec.accepted(CodecSpec{}).c_str());
 }
 
+AutoCodec auto_codec_of(const CodecSpec &spec) { return config_value::auto_codec_from(spec); }
+
 Status parse_size(std::string_view text, const std::string &source, size_t *out) {
     if (config_value::size_from(text, out)) return TERSE_OK;
     return set_error(TERSE_ERR_INVALID,

@@ -41,6 +41,26 @@ struct ErrorBudget {
     double value = 0;
     bool operator==(const ErrorBudget &) const = default;
 };
+// TERSE_CODEC=auto:candidates=SPEC|SPEC...[,budget=abs:X|rel:X][,feedback=...]:
+// the planner chooses per size class among the candidates (and the MPI
+// library and the lossless engine) the fastest whose stated error bound
+// meets the budget.  A candidate may have several parameters: items after
+// candidates= that are not an auto key belong to its last candidate.
+struct AutoCodec {
+    enum class Budget { None, Abs, Rel };
+    std::vector<CodecSpec> candidates;  // in written order
+    Budget budget = Budget::None;
+    double budget_value = 0;
+};
+inline bool codec_is_auto(const CodecSpec &spec) { return spec.name == "auto"; }
+// The candidates and budget of an auto spec that codec_spec_parse accepted.
+AutoCodec auto_codec_of(const CodecSpec &spec);
+
+// TERSE_PLANNER: model (default) weighs the MPI library, the lossless engine
+// and the codec per call; fixed always runs the configured codec on the
+// engine for calls it is eligible for.
+enum class PlannerMode { Model, Fixed };
+const char *planner_name(PlannerMode p);
 
 // Settings that apply to one communicator; must agree across its ranks.
 // Each field is a row of the key table (config_keys.cc); its initialiser is
@@ -57,6 +77,7 @@ struct CommConfig {
     unsigned guard = 0;               // guard: check every guard-th lossy allreduce; 0 off
     ErrorBudget guard_budget;         // guard_budget: allowed error; none: the codec's bound
     std::string tune_file;            // tune_file: tuning file (tune_file.h); "" none
+    PlannerMode planner = PlannerMode::Model;  // planner
 
     std::string canonical() const;    // "enable=1 codec=... min_bytes=..." in table order
     uint64_t hash() const;            // FNV-1a of canonical()

@@ -59,6 +59,9 @@ struct NodeKey {
     std::vector<std::string> refused() const { return {"node 1", "a/b", std::string(kMaxLength + 1, 'n')}; }
 };
 
+const config_value::Choice<PlannerMode> kPlanner{{{"model", PlannerMode::Model},
+                                                   {"fixed", PlannerMode::Fixed}}};
+
 // One row: binds a name to a field of CommConfig (per communicator) or
 // GlobalConfig (process-wide) and to the kind of value it holds.  The
 // field's initialiser is the default.
@@ -124,6 +127,9 @@ std::vector<ConfigKey> make_table() {
             "the error the guard allows; off: the codec's own stated bound"),
         row("tune_file", &CommConfig::tune_file, Text{"a file name, empty for none"}, all,
             "tuning file (terse-tune) whose entries override the planner"),
+        row("planner", &CommConfig::planner, kPlanner, all,
+            "model: per call the fastest of the MPI library, the lossless engine and the codec; "
+            "fixed: always the codec"),
         // Process-wide, from the environment only.
         row("plugin_path", &GlobalConfig::plugin_path, Text{"colon-separated directories"}, env,
             "directories searched for codec plugins before the install directory"),
@@ -268,6 +274,11 @@ Status config_key_apply(ConfigSource source, std::string_view spelled, std::stri
 
 const char *algorithm_name(Algorithm a) {
     const char *n = kAlgorithm.name_of(a);
+    return n ? n : "unknown";
+}
+
+const char *planner_name(PlannerMode p) {
+    const char *n = kPlanner.name_of(p);
     return n ? n : "unknown";
 }
 

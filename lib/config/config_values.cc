@@ -35,8 +35,99 @@ bool value_char(char c) {
            c != '\r' && c != '\v' && c != '\f';
 }
 
+std::string parse_codec(std::string_view text, CodecSpec *out);
+
+constexpr const char *kAutoAccepted =
+    "auto:candidates=CODEC[|CODEC...][,budget=abs:X|rel:X][,feedback=on|off|default], e.g. "
+    "auto:candidates=quantize:bits=8|errbound:rel=1e-3,budget=rel:1e-2";
+
+// "abs:X" or "rel:X", X a finite number > 0 (rel at most 1).
+std::string parse_budget(std::string_view v, AutoCodec *out) {
+    const size_t colon = v.find(':');
+    const std::string_view kind = v.substr(0, colon);
+    if (colon == std::string_view::npos || (kind != "abs" && kind != "rel"))
+        return "budget '" + quote(v) + "' is not abs:X or rel:X";
+    const std::string num(v.substr(colon + 1));
+    char *end = nullptr;
+    const double x = num.empty() ? 0.0 : std::strtod(num.c_str(), &end);
+    if (num.empty() || *end != '\0' || !std::isfinite(x) || !(x > 0) || (kind == "rel" && x > 1))
+        return "budget '" + quote(v) + "' needs a number " + (kind == "rel" ? "in (0, 1]" : "> 0") +
+               " after '" + std::string(kind) + ":'";
+    out->budget = kind == "abs" ? AutoCodec::Budget::Abs : AutoCodec::Budget::Rel;
+    out->budget_value = x;
+    return "";
+}
+
+// The candidates of auto: '|'-separated codec specifications, none auto,
+// none twice.
+std::string parse_candidates(std::string_view v, AutoCodec *out) {
+    while (true) {
+        const size_t bar = v.find('|');
+        CodecSpec c;
+        std::string why = parse_codec(v.substr(0, bar), &c);
+        if (!why.empty()) return "candidate '" + quote(v.substr(0, bar)) + "': " + why;
+        if (codec_is_auto(c)) return "a candidate of auto cannot be auto";
+        for (const CodecSpec &o : out->candidates)
+            if (o.text() == c.text()) return "candidate '" + c.text() + "' is given twice";
+        out->candidates.push_back(std::move(c));
+        if (bar == std::string_view::npos) return "";
+        v = v.substr(bar + 1);
+    }
+}
+
+// auto's own grammar: its values hold ':', '=' and ',' of the candidates'.
+std::string parse_auto(std::string_view rest, CodecSpec *out) {
+    if (rest.empty()) return std::string("auto needs candidates (accepted: ") + kAutoAccepted + ")";
+    std::vector<std::pair<std::string, std::string>> items;
+    size_t start = 0;
+    while (start <= rest.size()) {
+        size_t comma = rest.find(',', start);
+        if (comma == std::string_view::npos) comma = rest.size();
+        const std::string_view item = rest.substr(start, comma - start);
+        const std::string_view key = item.substr(0, item.find('='));
+        if (key == "candidates" || key == "budget" || key == "feedback") {
+            if (item.size() == key.size() || item.size() == key.size() + 1)
+                return "auto's '" + std::string(key) + "' has no value";
+            for (const auto &kv : items)
+                if (kv.first == key) return "auto's '" + std::string(key) + "' is given twice";
+            items.emplace_back(std::string(key), std::string(item.substr(key.size() + 1)));
+        } else if (!items.empty() && items.back().first == "candidates") {
+            items.back().second += "," + std::string(item);  // a further parameter of the last candidate
+        } else {
+            return "auto has no key '" + quote(key) + std::string("' (accepted: ") + kAutoAccepted + ")";
+        }
+        start = comma + 1;
+    }
+    AutoCodec a;
+    CodecSpec spec;
+    spec.name = "auto";
+    for (const auto &[key, value] : items) {
+        std::string why;
+        if (key == "candidates") {
+            why = parse_candidates(value, &a);
+            std::string canon;
+            for (const CodecSpec &c : a.candidates) canon += (canon.empty() ? "" : "|") + c.text();
+            spec.params.emplace_back(key, canon);
+        } else if (key == "budget") {
+            why = parse_budget(value, &a);
+            spec.params.emplace_back(key, value);
+        } else {
+            int fb;
+            if (!kFeedback.parse(value, &fb, nullptr))
+                why = "value '" + quote(value) + "' of parameter 'feedback' is not one of " + kFeedback.accepted(-1);
+            spec.params.emplace_back(key, value);
+        }
+        if (!why.empty()) return why;
+    }
+    if (a.candidates.empty()) return std::string("auto needs candidates= (accepted: ") + kAutoAccepted + ")";
+    *out = std::move(spec);
+    return "";
+}
+
 // Parses the grammar; returns "" on success or the reason it was refused.
 std::string parse_codec(std::string_view text, CodecSpec *out) {
+    if (text.substr(0, 4) == "auto" && (text.size() == 4 || text[4] == ':'))
+        return parse_auto(text.size() > 4 ? text.substr(5) : std::string_view(), out);
     const size_t colon = text.find(':');
     const std::string_view name = text.substr(0, colon);
     if (name.empty()) return "the codec name is empty";
@@ -81,6 +172,15 @@ std::string parse_codec(std::string_view text, CodecSpec *out) {
 }
 
 }  // namespace
+
+AutoCodec auto_codec_from(const CodecSpec &spec) {
+    AutoCodec a;
+    for (const auto &[key, value] : spec.params) {
+        if (key == "candidates") parse_candidates(value, &a);  // checked when parsed
+        else if (key == "budget") parse_budget(value, &a);
+    }
+    return a;
+}
 
 bool size_from(std::string_view text, size_t *out) {
     size_t i = 0;
@@ -189,8 +289,9 @@ bool Codec::parse(std::string_view text, CodecSpec *out, std::string *why) const
 }
 
 std::string Codec::accepted(const CodecSpec &) const {
-    return "codec[:key=value[,key=value...]], e.g. quantize:bits=8,block=256; names and keys of "
-           "a-z, 0-9 and '_', values non-empty without ',', ':', '=' or spaces";
+    return std::string("codec[:key=value[,key=value...]], e.g. quantize:bits=8,block=256; names and keys of "
+                       "a-z, 0-9 and '_', values non-empty without ',', ':', '=' or spaces; or ") +
+           kAutoAccepted;
 }
 
 }  // namespace terse::config_value

@@ -111,6 +111,8 @@ struct Budget {
     std::string accepted(const ErrorBudget &) const;
     std::vector<std::string> refused() const { return {"abs:0", "rel:-1", "rel", "abs:x", "norm:1e-3"}; }
 };
+// The candidates and budget of a spec the Codec kind accepted as auto.
+AutoCodec auto_codec_from(const CodecSpec &spec);
 
 extern const Choice<bool> kBool;
 // Error feedback: -1 the codec's default, 0 off, 1 on.

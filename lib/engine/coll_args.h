@@ -24,6 +24,17 @@ constexpr bool coll_gathers(CollKind k) {
 }
 // Blocks of their own size, one per rank (counts, and displs for Allgatherv).
 constexpr bool coll_is_v(CollKind k) { return k == CollKind::ReduceScatter || k == CollKind::Allgatherv; }
+// "allreduce", "reduce-scatter", "allgather", ..., for messages.
+inline const char *coll_kind_name(CollKind k) {
+    switch (k) {
+    case CollKind::Allreduce: return "allreduce";
+    case CollKind::ReduceScatterBlock: return "reduce-scatter";
+    case CollKind::ReduceScatter: return "reduce-scatter-v";
+    case CollKind::Allgather: return "allgather";
+    case CollKind::Allgatherv: return "allgatherv";
+    }
+    return "collective";
+}
 
 enum class Priority { Low = 0, Normal = 1, High = 2 };
 

@@ -159,7 +159,15 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
         flat.algorithm = Algorithm::Auto;
         plan = plan_collective(flat, env.size, args, desc, max_chunk);
     }
-    if (env.tuned) plan_apply_tuning(*env.tuned, env, args, max_chunk, &plan);
+    return engine_start_plan(env, args, plan, prio, out);
+}
+
+Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen, Priority prio,
+                         OpHandle *out) {
+    // A tuning file's entry overrides whatever chose the plan (terse(7)).
+    Plan plan = chosen;
+    if (env.tuned)
+        plan_apply_tuning(*env.tuned, env, args, env.codec ? env.codec->setup().max_chunk_count : 0, &plan);
     OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
     if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
     if (plan.schedule == Schedule::TwoLevel) {

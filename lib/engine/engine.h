@@ -8,6 +8,10 @@
 //                          (engine_eligible), and which schedule, chunk size,
 //                          depth (a pure function of the call's matching
 //                          arguments and agreed config)
+//   cost_model.h/.cc       alpha-beta-gamma costs of the schedules and the
+//                          MPI library, from measured inputs; pipeline shape
+//   selection.h/.cc        TERSE_PLANNER=model: per size class the fastest
+//                          of the MPI library and each codec on each schedule
 //   op_base.h/.cc          OpBase, what every operation shares: frames, poisoned
 //                          mode, error feedback, summable statistics, verification
 //   schedules/             the algorithms, each an OpBase:
@@ -51,6 +55,8 @@
 
 #include "config/config.h"
 #include "engine/coll_args.h"
+#include "engine/cost_model.h"
+#include "engine/planner.h"
 #include "engine/ports.h"
 #include "util/status.h"
 
@@ -121,6 +127,9 @@ struct EngineEnv {
     // Set where the communicator's configuration asks for two_level and the
     // operation may run it (not a non-blocking call); null: flat schedules.
     const TwoLevelEnv *two_level = nullptr;
+    // When set, a finished operation writes here what it measured, agreed
+    // across ranks (its closing agreement carries it): the planner's input.
+    Observation *observed = nullptr;
     // The communicator's name, for messages: a copy (no allocation per
     // call, and the name may change while an operation runs), truncated.
     char comm_name[128] = "";
@@ -170,6 +179,9 @@ using OpHandle = std::unique_ptr<Operation, OpDeleter>;
 // this call.
 Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
                     OpHandle *op);
+// The same with a plan the caller made (the model planner, planner.h).
+Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &plan, Priority prio,
+                         OpHandle *op);
 // Progress op (and the transport) until done.
 Status engine_wait(Operation *op);
 

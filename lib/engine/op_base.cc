@@ -15,21 +15,6 @@
 
 namespace terse {
 
-namespace {
-
-const char *kind_name(CollKind k) {
-    switch (k) {
-    case CollKind::Allreduce: return "allreduce";
-    case CollKind::ReduceScatterBlock: return "reduce-scatter";
-    case CollKind::Allgather: return "allgather";
-    case CollKind::ReduceScatter: return "reduce-scatter (v)";
-    case CollKind::Allgatherv: return "allgatherv";
-    }
-    return "collective";
-}
-
-}  // namespace
-
 OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
     : mem_(mem), env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_size(args.dtype)),
       pool_(mem), agreed_(mem), agreed_off_(mem) {
@@ -248,8 +233,9 @@ Status OpBase::progress(bool *done) {
         Status s = TERSE_OK;
         if (!env_.control->test(&close_req_, &s)) return TERSE_OK;
         if (s != TERSE_OK) return finish_fatal(s);
-        if (close_flag_[0] > 0 && !poisoned_) fail_remote(uint32_t(close_flag_[0]) - 1);
-        if (close_flag_[1] > 0 && !poisoned_) guard_trip();
+        if (close_[0] > 0 && !poisoned_) fail_remote(uint32_t(close_[0]) - 1);
+        if (close_[1] > 0 && !poisoned_) guard_trip();
+        if (env_.observed && !poisoned_) *env_.observed = Observation{close_[2], close_[3], close_[4]};
         stage_ = Stage::Finish;
     }
     if (stage_ == Stage::Finish) {
@@ -276,11 +262,21 @@ Status OpBase::progress(bool *done) {
 // a guarded call adds its verdict (all ranks know the call is guarded, so
 // all post the same count).
 Status OpBase::post_close() {
+    // A rank can fail on a message it does not forward (the last hop of a
+    // ring phase or an exchange, a folded rank's result, gather's final
+    // decode), where poison frames can no longer reach the others: a corrupt
+    // frame there, a codec's decode, feedback's bookkeeping.  So the ranks
+    // agree on the outcome with one small allreduce, on every path, lossless
+    // included.  The guard's verdict and the planner's measurements ride on
+    // it (MAX over ranks: the slowest rank's time and codec time, the worst
+    // ratio), so that every rank acts on the same numbers.
     if (n_ <= 1 || !env_.control) return TERSE_OK;
-    close_flag_[0] = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
-    const size_t count = guard_check_ ? 2 : 1;
-    Status s = env_.control->iallreduce(close_flag_, close_flag_, count, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX,
-                                        &close_req_);
+    close_[0] = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
+    close_[2] = now_seconds() - t_start_;
+    close_[3] = t_encode_ + t_decode_;
+    close_[4] = wire_raw_ ? double(wire_) / double(wire_raw_) : 1.0;
+    const size_t count = env_.observed ? 5 : guard_check_ ? 2 : 1;
+    Status s = env_.control->iallreduce(close_, close_, count, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &close_req_);
     if (s != TERSE_OK) return s;
     stage_ = Stage::Close;
     return TERSE_OK;
@@ -307,7 +303,7 @@ Status OpBase::start_guard() {
 }
 
 void OpBase::guard_judge() {
-    close_flag_[1] = 0;
+    close_[1] = 0;
     if (poisoned_) return;  // the verifier failed too, or the result is void anyway
     double abs_err = 0, rel_err = 0;
     verifier_->measure(args_.recvbuf, &abs_err, &rel_err);
@@ -316,7 +312,7 @@ void OpBase::guard_judge() {
         if (env_.verify) env_.stats->add_error(abs_err, rel_err);
     }
     if (guard_check_->exceeded(*env_.guard, n_, abs_err, rel_err, &guard_measured_, &guard_allowed_))
-        close_flag_[1] = 1;
+        close_[1] = 1;
     TERSE_LOG_DEBUG("guard on '%s': call %llu, error %.3g (allowed %.3g)", env_.comm_name,
                     (unsigned long long)guard_call_, guard_measured_, guard_allowed_);
 }
@@ -371,7 +367,7 @@ Status OpBase::final_status() {
     return set_error(TERSE_ERR_REMOTE,
                      "terse %s on communicator '%s' failed on rank %u (see that rank's error message); "
                      "this rank's result is undefined",
-                     kind_name(args_.kind), env_.comm_name, fail_origin_);
+                     coll_kind_name(args_.kind), env_.comm_name, fail_origin_);
 }
 
 void OpBase::account() {
@@ -613,7 +609,7 @@ void OpBase::fail_local(Status s, const char *msg) {
     fail_status_ = s;
     fail_msg_ = msg;
     fail_origin_ = uint32_t(r_);
-    TERSE_LOG_DEBUG("%s on '%s' poisoned locally: %s", kind_name(args_.kind), env_.comm_name, msg);
+    TERSE_LOG_DEBUG("%s on '%s' poisoned locally: %s", coll_kind_name(args_.kind), env_.comm_name, msg);
 }
 
 void OpBase::fail_remote(uint32_t origin) {

@@ -250,9 +250,11 @@ private:
     OpVector<double> agreed_;
     OpVector<size_t> agreed_off_;
     ControlRequest agree_req_;
-    // Closing agreement on the outcome (see progress()): the failed rank + 1
-    // (or 0) and, on a guarded call, whether the error exceeded its allowance.
-    double close_flag_[2] = {0, 0};
+    // Closing agreement on the outcome (see progress()), MAX over ranks:
+    // [0] the failed rank + 1 (or 0); [1] on a guarded call, whether the
+    // error exceeded its allowance; [2..4], when env_.observed asks, the
+    // operation's time, codec time and wire ratio (the planner's input).
+    double close_[5] = {0, 0, 0, 0, 0};
     ControlRequest close_req_;
 
     std::optional<Verifier> verifier_;

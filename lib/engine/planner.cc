@@ -1,5 +1,6 @@
 #include "engine/planner.h"
 
+#include "engine/cost_model.h"
 #include "engine/reduce_kernels.h"
 #include "util/dtype.h"
 
@@ -18,12 +19,6 @@ constexpr double kBeta = 1.0 / 1.25e9;
 // Below this a chunk costs more in per-message overhead than it gains in
 // overlap of computing with sending.
 constexpr size_t kMinChunkBytes = 64 * 1024;
-
-int floor_log2(int n) {
-    int l = 0;
-    while ((2 << l) <= n) ++l;
-    return l;
-}
 
 }  // namespace
 
@@ -58,17 +53,20 @@ const char *schedule_name(Schedule s) {
     return "?";
 }
 
+// The constant model is the measured one with a plain link: no reduction,
+// codec or agreement terms.
 double cost_ring(size_t bytes, int n, double alpha, double beta) {
-    if (n <= 1) return 0;
-    double steps = 2.0 * (n - 1);
-    return steps * alpha + steps / n * double(bytes) * beta;
+    CostInputs in;
+    in.nranks = n;
+    in.link = LinkCost{alpha, beta};
+    return cost_ring(in, CodecCost{}, double(bytes));
 }
 
 double cost_recursive_doubling(size_t bytes, int n, double alpha, double beta) {
-    if (n <= 1) return 0;
-    int pof2 = 1 << floor_log2(n);
-    double stages = floor_log2(n) + (pof2 != n ? 2 : 0);  // fold in and hand back extras
-    return stages * (alpha + double(bytes) * beta);
+    CostInputs in;
+    in.nranks = n;
+    in.link = LinkCost{alpha, beta};
+    return cost_recursive_doubling(in, CodecCost{}, double(bytes));
 }
 
 Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
@@ -122,6 +120,32 @@ Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
     size_t chunk = std::min(base, std::max(want, min_chunk));
     if (chunk >= 4096) chunk &= ~size_t(1023);
     p.chunk_elems = std::max<size_t>(1, std::min(chunk, base));
+    return p;
+}
+
+Plan plan_schedule(const CommConfig &cfg, const LinkCost &link, int nranks, const CollArgs &args,
+                   size_t codec_max_chunk, Schedule schedule) {
+    Plan p;
+    const size_t esize = std::max<size_t>(1, dtype_size(args.dtype));
+    size_t max_elems = std::max<size_t>(1, cfg.chunk_bytes / esize);
+    if (codec_max_chunk) max_elems = std::min(max_elems, codec_max_chunk);
+    if (args.count == 0 || nranks <= 1) {
+        p.schedule = Schedule::Trivial;
+        p.chunk_elems = max_elems;
+        p.depth = std::max(1, cfg.pipeline_depth);
+        return p;
+    }
+    p.schedule = schedule;
+    size_t block = args.count;
+    if (schedule == Schedule::Ring && args.kind == CollKind::Allreduce)
+        block = (args.count + size_t(nranks) - 1) / size_t(nranks);
+    const size_t min_bytes = std::min(kMinChunkBytes, max_elems * esize);
+    PipelineShape shape = pipeline_shape(link, block * esize, min_bytes, max_elems * esize,
+                                         std::max(1, cfg.pipeline_depth));
+    size_t chunk = std::max<size_t>(1, shape.chunk_bytes / esize);
+    if (chunk >= 4096) chunk &= ~size_t(1023);
+    p.chunk_elems = std::max<size_t>(1, std::min(chunk, max_elems));
+    p.depth = shape.depth;
     return p;
 }
 

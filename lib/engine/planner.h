@@ -42,6 +42,14 @@ bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descri
 Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
                      const terse_codec_descriptor_t *desc, size_t codec_max_chunk);
 
+// The plan for a schedule the model planner chose (selection.h): chunk and
+// depth from the measured link (pipeline_shape, cost_model.h), within the
+// configured chunk_bytes and pipeline_depth as upper bounds and the
+// codec's max_chunk_count.
+struct LinkCost;
+Plan plan_schedule(const CommConfig &cfg, const LinkCost &link, int nranks, const CollArgs &args,
+                   size_t codec_max_chunk, Schedule schedule);
+
 // The cost model behind Algorithm::Auto, exposed for tests and tools:
 // predicted seconds for an allreduce of `bytes` bytes per rank on n ranks,
 // with per-message latency alpha (s) and inverse bandwidth beta (s/byte).

@@ -4,6 +4,7 @@
 #include "capture/capture.h"
 #include "engine/error_feedback.h"
 #include "engine/planner.h"
+#include "engine/stats.h"
 #include "runtime/engine_ports.h"
 #include "runtime/node_layout.h"
 #include "util/dtype.h"
@@ -40,16 +41,47 @@ size_t call_bytes(const CommState *st, const CollArgs &a) {
 
 }  // namespace
 
-bool collective_eligible(const CommState *st, const CollArgs &a) {
-    if (!st) return false;
-    const CodecParams *params = comm_state_active_params(st);
-    const terse_codec_descriptor_t *desc = params ? params->plugin()->desc : nullptr;
-    const auto &instances = st->guard.tripped ? st->lossless : st->codec;
-    const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && instances[a.dtype];
-    if (!engine_eligible(st->config, st->size, desc, instance, a)) return false;
-    // A tuning file entry @mpi gives the call to the MPI library.
-    const TuneEntry *tuned = comm_state_tuned(st, a.kind, call_bytes(st, a));
-    return !(tuned && tuned->schedule == TuneSchedule::Mpi);
+CollectiveChoice collective_choose(CommState *st, const CollArgs &a) {
+    CollectiveChoice c;
+    if (!st) return c;
+    c.bytes = call_bytes(st, a);
+    // Once the error guard tripped, only the lossless slot may run (every
+    // rank tripped at the same call, so all restrict alike).
+    const bool tripped = st->guard.tripped && st->lossless_slot != CommState::kNoSlot;
+    for (size_t i = 0; i < st->codecs.size() && i < 32; ++i) {
+        if (tripped && i != st->lossless_slot) continue;
+        const CodecSlot &slot = st->codecs[i];
+        const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && slot.inst[a.dtype];
+        if (engine_eligible(st->config, st->size, slot.desc(), instance, a)) c.eligible |= 1u << i;
+    }
+    const auto runs = [&c](size_t slot) {
+        c.slot = slot;
+        c.engine = slot < 32 && (c.eligible >> slot) & 1u;
+        return c;
+    };
+    // A tuning file's entry decides its calls in both planner modes, the
+    // model's too: @mpi gives the call to the MPI library, codec=none runs
+    // the lossless slot, any other the configured codec (slot 0), planned
+    // as the fixed planner plans it and then as the entry says.
+    if (const TuneEntry *tuned = comm_state_tuned(st, a.kind, c.bytes)) {
+        if (tuned->schedule == TuneSchedule::Mpi) return c;
+        return runs(tripped || tuned->codec == TuneCodec::None ? st->lossless_slot : 0);
+    }
+    // TERSE_PLANNER=fixed (or algorithm=two_level): the configured codec
+    // whenever it can, the lossless one once the guard tripped.
+    if (!st->selector) return runs(tripped ? st->lossless_slot : 0);
+    if (!c.eligible) return c;
+    c.model = true;
+    bool changed = false;
+    const bool debug = log_enabled(LogLevel::Debug);
+    std::string why;
+    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr);
+    if (changed && debug)
+        TERSE_LOG_DEBUG("planner: communicator %s, %s of %zu bytes: %s", st->describe().c_str(),
+                        coll_kind_name(a.kind), c.bytes, why.c_str());
+    c.engine = c.option.engine;
+    c.slot = c.engine ? size_t(c.option.codec) : 0;
+    return c;
 }
 
 void collective_passed(CommState *st) {
@@ -70,17 +102,23 @@ terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking) {
     return terse_coll_kind_t(nonblocking ? k + TERSE_KIND_IALLREDUCE : k);
 }
 
-Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHandle *op, bool nonblocking,
-                        Control *control) {
+void collective_passed_timed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds) {
+    collective_passed(st);
+    if (st->selector) st->selector->note_local_time(args.kind, c.bytes, c.eligible, seconds);
+}
+
+Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,
+                        OpHandle *op, Observation *observed, bool nonblocking, Control *control) {
     st->call_index++;
     capture_input(st, args);
     if (!st->ready)
         return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
-    const TuneEntry *tuned = comm_state_tuned(st, args.kind, call_bytes(st, args));
-    const bool lossless = tuned && tuned->codec == TuneCodec::None;
+    // The entry collective_choose() followed, if any; its plan overrides.
+    const TuneEntry *tuned = choice.model ? nullptr : comm_state_tuned(st, args.kind, call_bytes(st, args));
     CodecInstance *ci = nullptr;
-    Status s = comm_state_codec(st, args.dtype, lossless, &ci);
+    Status s = comm_state_codec(st, choice.slot, args.dtype, &ci);
     if (s != TERSE_OK) return s;
+    const CodecSlot &slot = st->codecs[choice.slot];
     EngineEnv env;
     env.rank = st->rank;
     env.size = st->size;
@@ -89,9 +127,15 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.verify = st->config.verify;
     env.codec = ci;
     env.tuned = tuned;
-    // A lossless call has no error to feed back.
-    const bool feedback = st->feedback && !st->guard.tripped && !lossless;
+    // A lossless slot has no error to feed back, and none runs after a trip.
+    const bool feedback = slot.feedback && !st->guard.tripped;
     env.feedback = feedback;
+    // The guard holds each call to the bound of the codec it runs (with
+    // codec=auto the planner may run several lossy slots).
+    if (st->guard.every && !(slot.desc()->flags & TERSE_CODEC_FLAG_LOSSLESS)) {
+        st->guard.desc = slot.desc();
+        st->guard.params = slot.params->get();
+    }
     env.guard = &st->guard;
     if (feedback) {
         if (!st->residuals) {
@@ -103,19 +147,10 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
         }
         env.residuals = st->residuals.get();
     }
-    if (!st->op_memory) {
-        // The first intercepted collective on st: its ports and memory pool
-        // live as long as st.
-        try {
-            st->link = make_transport_link(&st->world_rank_of);
-            st->control = make_mpi_control(st->comm);
-            st->op_memory = std::make_unique<OpMemoryPool>();
-        } catch (const std::bad_alloc &) {
-            st->link.reset();
-            st->control.reset();
-            return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
-        }
-    }
+    // The first intercepted collective on st (fixed planner) makes its
+    // ports and memory pool, which live as long as st.
+    s = comm_state_ports(st);
+    if (s != TERSE_OK) return s;
     env.link = st->link.get();
     env.control = control ? control : st->control.get();
     env.memory = st->op_memory.get();
@@ -127,14 +162,26 @@ Status collective_start(CommState *st, const CollArgs &args, Priority prio, OpHa
     env.stats_kind = collective_stats_kind(args.kind, nonblocking);
     env.set_comm_name(st->name);
     st->stats.count_intercepted(call_bytes(st, args), env.stats_kind);
-    return engine_start(env, st->config, args, prio, op);
+    if (!choice.model) return engine_start(env, st->config, args, prio, op);
+    env.observed = observed;
+    const size_t max_chunk = ci->setup().max_chunk_count;
+    const Plan plan = plan_schedule(st->config, st->selector->inputs().link, st->size, args, max_chunk,
+                                    choice.option.schedule);
+    return engine_start_plan(env, args, plan, prio, op);
 }
 
-Status collective_run(CommState *st, const CollArgs &args) {
+Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice) {
     OpHandle op;
-    Status s = collective_start(st, args, Priority::Normal, &op);
+    Observation ob;
+    const double t0 = choice.model ? now_seconds() : 0;
+    Status s = collective_start(st, args, choice, Priority::Normal, &op, choice.model ? &ob : nullptr);
     if (s != TERSE_OK) return s;
-    return engine_wait(op.get());
+    s = engine_wait(op.get());
+    if (choice.model && s == TERSE_OK) {
+        st->selector->note_local_time(args.kind, choice.bytes, choice.eligible, now_seconds() - t0);
+        st->selector->observe(args.kind, choice.bytes, choice.eligible, choice.option, ob);
+    }
+    return s;
 }
 
 }  // namespace terse

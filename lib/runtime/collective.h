@@ -1,38 +1,68 @@
 // A collective on a communicator, from the runtime's side: the engine takes
 // plain values (EngineEnv, CommConfig, CollArgs), and these functions build
 // them from the communicator's CommState.  The wrappers call them; the
-// decision itself is the engine's (engine_eligible, engine/planner.h).
+// decisions are the engine's: engine_eligible (engine/planner.h) for each
+// codec the communicator has, then with TERSE_PLANNER=model the Selector
+// (engine/selection.h) among the MPI library and those codecs.
 #pragma once
 
 #include "engine/coll_args.h"
 #include "engine/engine.h"
+#include "engine/selection.h"
+#include "engine/stats.h"
 #include "runtime/comm_state.h"
 #include "util/status.h"
 
+#include <cstdint>
 #include <memory>
 
 namespace terse {
 
-// Whether the engine runs this call on st (ready): engine_eligible() over
-// st's configuration, size and codec.
-bool collective_eligible(const CommState *st, const CollArgs &args);
+// What the planner decided for one call on a communicator.
+struct CollectiveChoice {
+    bool engine = false;   // run on the engine (else the MPI library)
+    bool model = false;    // decided by the model planner (its calls are timed)
+    size_t slot = 0;       // st->codecs index
+    uint32_t eligible = 0; // bit i: codec slot i may run the call
+    size_t bytes = 0;      // the call's size as engine_eligible counts it
+    Option option;
+};
+
+// Decide one call on st (ready): engine_eligible() for st's codecs, then
+// the planner.  Identical on every rank.
+CollectiveChoice collective_choose(CommState *st, const CollArgs &args);
 
 // Count a call at or above the pass-through floor that terse did not take
 // (it goes to PMPI): st's statistics and capture numbering.
 void collective_passed(CommState *st);
+// The same, for a call the model planner sent to the MPI library, which
+// took `seconds` on this rank (statistics only).
+void collective_passed_timed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds);
+// Run pass() (the MPI call) for a call the model planner sent to the MPI
+// library, timed for TERSE_STATS.
+template <class Pass>
+int collective_pass_timed(CommState *st, const CollArgs &args, const CollectiveChoice &c, Pass &&pass) {
+    const double t0 = now_seconds();
+    const int rc = pass();
+    collective_passed_timed(st, args, c, now_seconds() - t0);
+    return rc;
+}
 
 // The statistics kind of a call (terse_comm_stats_t's per_kind).
 terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking);
 
-// Start an eligible collective on st (which must be ready): numbers it,
-// records its input when TERSE_CAPTURE asks, counts it in st's statistics
-// and gives it the next sequence number.  A non-blocking call runs its
+// Start an eligible collective on st (which must be ready) with codec slot
+// `choice.slot`: numbers it, records its input when TERSE_CAPTURE asks,
+// counts it in st's statistics and gives it the next sequence number.
+// With the model planner, observed (non-null) receives the operation's
+// agreed measurements when it finishes.  A non-blocking call runs its
 // control plane on `control` (the communicator's private one,
 // runtime/nonblocking.h); a blocking one passes nullptr and uses st's.
-Status collective_start(CommState *st, const CollArgs &args, Priority prio,
-                        OpHandle *op, bool nonblocking = false, Control *control = nullptr);
+Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,
+                        OpHandle *op, Observation *observed = nullptr, bool nonblocking = false,
+                        Control *control = nullptr);
 
-// collective_start + engine_wait.
-Status collective_run(CommState *st, const CollArgs &args);
+// collective_start + engine_wait, and the planner's bookkeeping.
+Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice);
 
 }  // namespace terse

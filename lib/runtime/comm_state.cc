@@ -3,13 +3,18 @@
 #include "runtime/comm_state.h"
 
 #include "engine/error_feedback.h"
+#include "engine/selection.h"
+#include "runtime/cost_probe.h"
+#include "runtime/engine_ports.h"
 #include "runtime/node_layout.h"
 #include "runtime/nonblocking.h"
 #include "runtime/runtime_internal.h"
 #include "util/dtype.h"
 #include "util/log.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -82,13 +87,19 @@ void CommState::reresolve() {
 
 namespace {
 
-// Local half of comm_state_ready: parse the codec and create its instances
-// for every datatype it supports.  Anything that can fail locally fails
-// here, before the agreement, so that all ranks learn of it together.
-// Instances of params for every datatype its codec supports.
-Status create_instances(const CommState *st, const CodecParams &params,
-                        std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> *out) {
-    const terse_codec_descriptor_t *d = params.plugin()->desc;
+std::string bound_text(terse_bound_kind_t kind, double v) {
+    char buf[48];
+    snprintf(buf, sizeof buf, "%s:%g", kind == TERSE_BOUND_ABS ? "abs" : "rel", v);
+    return buf;
+}
+
+// One codec slot: the parsed parameters and an instance for every datatype
+// the codec supports.
+Status add_slot(CommState *st, std::unique_ptr<CodecParams> params) {
+    Registry &reg = Registry::instance();
+    CodecSlot slot;
+    slot.params = std::move(params);
+    const terse_codec_descriptor_t *d = slot.desc();
     for (int dt = 1; dt < TERSE_DTYPE_MAX_; ++dt) {
         if (!(d->dtypes & TERSE_DTYPE_BIT(dt))) continue;
         size_t esize = dtype_size(static_cast<terse_dtype_t>(dt));
@@ -98,55 +109,73 @@ Status create_instances(const CommState *st, const CodecParams &params,
         setup.mem_kind = TERSE_MEM_HOST;
         setup.nranks = st->size;
         setup.max_chunk_count = (st->config.chunk_bytes + esize - 1) / esize;
-        Status s = Registry::instance().create(params, setup, &(*out)[dt]);
+        Status s = reg.create(*slot.params, setup, &slot.inst[dt]);
         if (s != TERSE_OK) return s;
     }
+    if (d->flags & TERSE_CODEC_FLAG_LOSSLESS)
+        slot.feedback = false;
+    else if (st->config.feedback >= 0)
+        slot.feedback = st->config.feedback == 1;
+    else
+        slot.feedback = slot.params->feedback_default();
+    st->codecs.push_back(std::move(slot));
     return TERSE_OK;
 }
 
-// The lossless codec ("none") a lossy communicator may switch to, for
-// `who` (in messages).
+// The lossless slot ("none") st may switch to or be told to run, added
+// once for all who need it: the model planner, the error guard, a tuning
+// file's codec=none; `who` names the one asking (in messages).
 Status prepare_lossless(CommState *st, const char *who) {
-    if (st->lossless_params) return TERSE_OK;
+    if (st->lossless_slot != CommState::kNoSlot) return TERSE_OK;
     CodecSpec none;
     none.name = "none";
-    Status s = Registry::instance().parse_params(none, &st->lossless_params);
-    if (s == TERSE_OK) s = create_instances(st, *st->lossless_params, &st->lossless);
+    std::unique_ptr<CodecParams> params;
+    Status s = Registry::instance().parse_params(none, &params);
+    if (s == TERSE_OK) s = add_slot(st, std::move(params));
     if (s != TERSE_OK) {
         const std::string why = last_error();
         return set_error(s, "communicator %s: %s needs the lossless codec 'none': %s", st->describe().c_str(), who,
                          why.c_str());
     }
+    st->lossless_slot = st->codecs.size() - 1;
     return TERSE_OK;
 }
 
-// The error guard of a lossy codec: it needs something to hold the codec
-// to, and the lossless codec to switch to, ready before the first call.
+// The error guard of a lossy codec: it needs something to hold each lossy
+// slot to, and the lossless slot to switch to, ready before the first call.
+// The codec checked (guard.desc, guard.params) is set per call to the slot
+// that runs it (runtime/collective.cc).
 Status prepare_guard(CommState *st) {
-    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
-    if (st->config.guard == 0 || (d->flags & TERSE_CODEC_FLAG_LOSSLESS)) return TERSE_OK;
-    if (!GuardState::decidable(st->config.guard_budget, d, st->codec_params->get(), st->size))
-        return set_error(TERSE_ERR_INVALID,
-                         "communicator %s: guard=%u with codec '%s', which states no error bound, needs "
-                         "guard_budget (accepted: abs:<bound> or rel:<fraction>, e.g. TERSE_GUARD_BUDGET=rel:1e-3)",
-                         st->describe().c_str(), st->config.guard, d->name);
+    if (st->config.guard == 0) return TERSE_OK;
+    bool lossy = false;
+    for (const CodecSlot &c : st->codecs) {
+        const terse_codec_descriptor_t *d = c.desc();
+        if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) continue;
+        lossy = true;
+        if (!GuardState::decidable(st->config.guard_budget, d, c.params->get(), st->size))
+            return set_error(TERSE_ERR_INVALID,
+                             "communicator %s: guard=%u with codec '%s', which states no error bound, needs "
+                             "guard_budget (accepted: abs:<bound> or rel:<fraction>, e.g. TERSE_GUARD_BUDGET=rel:1e-3)",
+                             st->describe().c_str(), st->config.guard, d->name);
+    }
+    if (!lossy) return TERSE_OK;
     Status s = prepare_lossless(st, "the error guard");
     if (s != TERSE_OK) return s;
     st->guard.every = st->config.guard;
     st->guard.budget = st->config.guard_budget;
-    st->guard.desc = d;
-    st->guard.params = st->codec_params->get();
+    st->guard.desc = st->codecs[0].desc();
+    st->guard.params = st->codecs[0].params->get();
     return TERSE_OK;
 }
 
-// The tuning file: loaded, and checked against the codec it will run.
+// The tuning file: loaded, and checked against the codec it will run (an
+// entry without codec=none runs slot 0, the configured codec).
 Status prepare_tuning(CommState *st) {
     if (st->config.tune_file.empty()) return TERSE_OK;
     auto table = std::make_unique<TuneTable>();
     Status s = table->load(st->config.tune_file);
     if (s != TERSE_OK) return s;
-    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
-    const bool lossy = !(d->flags & TERSE_CODEC_FLAG_LOSSLESS);
+    const terse_codec_descriptor_t *d = st->codecs[0].desc();
     for (const TuneEntry &e : table->entries()) {
         const bool flat = e.schedule == TuneSchedule::Ring || e.schedule == TuneSchedule::RecursiveDoubling;
         if (flat && e.codec == TuneCodec::Configured && e.coll == TuneColl::Allreduce &&
@@ -155,38 +184,105 @@ Status prepare_tuning(CommState *st) {
                              "tuning file %s:%d: @%s cannot run codec '%s', whose payloads cannot be summed "
                              "(accepted for it: @gather, @mpi, or codec=none)",
                              table->origin().c_str(), e.line, tune_schedule_name(e.schedule), d->name);
-        if (e.codec == TuneCodec::None && lossy && (s = prepare_lossless(st, "the tuning file")) != TERSE_OK)
+        if (e.codec == TuneCodec::None && (s = prepare_lossless(st, "the tuning file")) != TERSE_OK)
             return s;
     }
     st->tune = std::move(table);
     return TERSE_OK;
 }
 
+// Local half of comm_state_ready: parse the codecs the engine may run
+// (the configured one, or auto's candidates that meet its budget, and the
+// lossless slot for the model planner, the guard and the tuning file),
+// create their instances, and load the tuning file.  Anything that can
+// fail locally fails here, before the agreement, so that all ranks learn
+// of it together.
 Status prepare_codec(CommState *st) {
-    st->codec_params.reset();
-    for (auto &c : st->codec) c.reset();
-    st->lossless_params.reset();
-    for (auto &c : st->lossless) c.reset();
+    st->codecs.clear();
+    st->lossless_slot = CommState::kNoSlot;
     st->guard = GuardState{};
     st->tune.reset();
     if (!st->config.enable) return TERSE_OK;
     Registry &reg = Registry::instance();
-    Status s = reg.parse_params(st->config.codec, &st->codec_params);
-    if (s != TERSE_OK) return s;
-    const terse_codec_descriptor_t *d = st->codec_params->plugin()->desc;
-    s = create_instances(st, *st->codec_params, &st->codec);
+    const bool is_auto = codec_is_auto(st->config.codec);
+    const AutoCodec au = is_auto ? auto_codec_of(st->config.codec) : AutoCodec{};
+    const bool model = st->config.planner == PlannerMode::Model;
+    std::vector<std::unique_ptr<CodecParams>> parsed;
+    if (Status s = reg.parse_codecs(st->config.codec, &parsed); s != TERSE_OK) return s;
+    for (std::unique_ptr<CodecParams> &params : parsed) {
+        const bool lossless = params->plugin()->lossless();
+        if (au.budget != AutoCodec::Budget::None && !lossless) {
+            // Candidates whose bound on this many ranks exceeds the budget
+            // are left out (auto's own grammar is checked by parse_codecs).
+            double v = 0;
+            const terse_bound_kind_t kind = params->stated_bound(st->size, &v);
+            const terse_bound_kind_t want = au.budget == AutoCodec::Budget::Abs ? TERSE_BOUND_ABS : TERSE_BOUND_REL;
+            if (kind != want || v > au.budget_value) {
+                TERSE_LOG_INFO("codec=auto on communicator %s: candidate '%s' left out: its bound %s does "
+                               "not meet budget %s", st->describe().c_str(), params->canonical().c_str(),
+                               bound_text(kind, v).c_str(), bound_text(want, au.budget_value).c_str());
+                continue;
+            }
+        }
+        if (Status s = add_slot(st, std::move(params)); s != TERSE_OK) return s;
+        if (lossless && st->lossless_slot == CommState::kNoSlot) st->lossless_slot = st->codecs.size() - 1;
+    }
+    Status s = TERSE_OK;
+    if (model || st->codecs.empty()) s = prepare_lossless(st, model ? "the model planner" : "codec=auto");
     if (s == TERSE_OK) s = prepare_guard(st);
     if (s == TERSE_OK) s = prepare_tuning(st);
     if (s != TERSE_OK) return s;
-    bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;
-    if (lossless)
-        st->feedback = false;
-    else if (st->config.feedback >= 0)
-        st->feedback = st->config.feedback == 1;
-    else
-        st->feedback = st->codec_params->feedback_default();
-    if (st->feedback && !st->residuals) st->residuals = std::make_unique<FeedbackStore>();
-    if (!st->feedback) st->residuals.reset();
+    bool feedback = false;
+    for (const CodecSlot &c : st->codecs) feedback = feedback || c.feedback;
+    if (feedback && !st->residuals) st->residuals = std::make_unique<FeedbackStore>();
+    if (!feedback) st->residuals.reset();
+    return TERSE_OK;
+}
+
+// The model's view of st's codecs.
+std::vector<CodecModel> codec_models(const CommState *st) {
+    std::vector<CodecModel> out;
+    for (const CodecSlot &c : st->codecs) {
+        const terse_codec_descriptor_t *d = c.desc();
+        CodecModel m;
+        m.name = c.params->canonical();
+        m.identity = codec_is_identity(d);
+        m.gather_only = d->mode == TERSE_REDUCE_GATHER;
+        m.agreements = d->mode == TERSE_REDUCE_SUMMABLE ? 2 : 1;
+        // Worst case until measured: what the codec may send for a large chunk.
+        for (int dt = 1; dt < TERSE_DTYPE_MAX_ && !m.identity; ++dt) {
+            const CodecInstance *ci = c.inst[dt].get();
+            if (!ci) continue;
+            const size_t n = std::min<size_t>(ci->setup().max_chunk_count, 1u << 16);
+            const size_t raw = n * dtype_size(static_cast<terse_dtype_t>(dt));
+            if (n && raw) m.prior_ratio = std::min(1.0, double(d->max_encoded_size(ci->get(), n)) / double(raw));
+            break;
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+// TERSE_PLANNER=model: measure st (collectively) and make its selector.
+Status prepare_selector(CommState *st) {
+    st->selector.reset();
+    if (!st->config.enable || st->config.planner != PlannerMode::Model || st->codecs.empty()) return TERSE_OK;
+    // algorithm=two_level fixes the schedule (the MPI library inside each
+    // node, terse between nodes); the model, which knows flat schedules
+    // only, is not consulted for it (terse(7)).
+    if (st->config.algorithm == Algorithm::TwoLevel) return TERSE_OK;
+    CostInputs in;
+    in.nranks = st->size;
+    if (st->size > 1) {
+        Status s = comm_state_ports(st);
+        if (s == TERSE_OK) s = probe_costs(st, &in);
+        if (s != TERSE_OK) return s;
+    }
+    try {
+        st->selector = std::make_unique<Selector>(in, codec_models(st), schedules_for(st->config.algorithm));
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for the planner of %s", st->describe().c_str());
+    }
     return TERSE_OK;
 }
 
@@ -316,6 +412,7 @@ Status comm_state_ready(CommState *st) {
     } else {
         st->node_layout.reset();
     }
+    if (Status s = prepare_selector(st); s != TERSE_OK) return s;
     st->seq = 0;
     st->ready = true;
     runtime_gate_note(st, st->config.enable ? st->config.min_bytes : SIZE_MAX);
@@ -325,7 +422,9 @@ Status comm_state_ready(CommState *st) {
 }
 
 const CodecParams *comm_state_active_params(const CommState *st) {
-    return st->guard.tripped ? st->lossless_params.get() : st->codec_params.get();
+    if (st->codecs.empty()) return nullptr;
+    if (st->guard.tripped && st->lossless_slot != CommState::kNoSlot) return st->codecs[st->lossless_slot].params.get();
+    return st->codecs[0].params.get();
 }
 
 const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes) {
@@ -336,16 +435,33 @@ const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t byt
     return st->tune->lookup(c, st->size, bytes);
 }
 
-Status comm_state_codec(CommState *st, terse_dtype_t dtype, bool lossless, CodecInstance **out) {
-    lossless = (lossless || st->guard.tripped) && st->lossless_params;
-    auto &instances = lossless ? st->lossless : st->codec;
-    if (dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !instances[dtype]) {
-        *out = nullptr;
+Status comm_state_codec(CommState *st, size_t slot, terse_dtype_t dtype, CodecInstance **out) {
+    *out = nullptr;
+    if (slot >= st->codecs.size() || dtype <= 0 || dtype >= TERSE_DTYPE_MAX_ || !st->codecs[slot].inst[dtype])
         return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' has no instance for datatype %d",
-                         lossless ? "none" : st->config.codec.name.c_str(), static_cast<int>(dtype));
-    }
-    *out = instances[dtype].get();
+                         slot < st->codecs.size() ? st->codecs[slot].params->canonical().c_str()
+                                                  : st->config.codec.name.c_str(),
+                         static_cast<int>(dtype));
+    *out = st->codecs[slot].inst[dtype].get();
     return TERSE_OK;
+}
+
+Status comm_state_ports(CommState *st) {
+    if (st->op_memory) return TERSE_OK;
+    try {
+        st->link = make_transport_link(&st->world_rank_of);
+        st->control = make_mpi_control(st->comm);
+        st->op_memory = std::make_unique<OpMemoryPool>();
+    } catch (const std::bad_alloc &) {
+        st->link.reset();
+        st->control.reset();
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting a collective");
+    }
+    return TERSE_OK;
+}
+
+std::string comm_state_planner_summary(const CommState *st, const char *indent) {
+    return st->selector ? st->selector->summary(indent) : std::string();
 }
 
 }  // namespace terse

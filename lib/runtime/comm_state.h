@@ -46,8 +46,19 @@
 namespace terse {
 
 class FeedbackStore;  // error_feedback.h
+class Selector;       // engine/selection.h
 class NodeLayout;     // node_layout.h
 struct NbQueue;       // runtime/nonblocking.h
+
+// One codec the engine may run on a communicator: its parameters and an
+// instance for each datatype it supports (created at agreement, the same
+// on every rank), and whether error feedback is on for it.
+struct CodecSlot {
+    std::unique_ptr<CodecParams> params;
+    std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> inst;
+    bool feedback = false;
+    const terse_codec_descriptor_t *desc() const { return params ? params->plugin()->desc : nullptr; }
+};
 
 // Cache-line aligned: the counters of two communicators used by two
 // threads must not share a line.
@@ -80,14 +91,20 @@ public:
     size_t gate_bytes = SIZE_MAX;    // agreed min_bytes lent to the pass-through gate (runtime's lock)
     uint32_t ctx_id = 0;             // agreed, unique among live contexts
     uint32_t seq = 0;                // per-operation sequence (tag field)
-    bool feedback = false;           // error feedback for the lossy codec
-    std::unique_ptr<CodecParams> codec_params;
-    std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> codec;  // by dtype, created lazily (collectively consistent)
-    std::unique_ptr<FeedbackStore> residuals;
-    // The lossless codec ("none") a lossy communicator may switch to: made
-    // at agreement when the error guard is on, by dtype like codec.
-    std::unique_ptr<CodecParams> lossless_params;
-    std::array<std::unique_ptr<CodecInstance>, TERSE_DTYPE_MAX_> lossless;
+    // The codecs the engine may run: [0] the configured codec (auto: its
+    // first candidate that meets the budget), then auto's other candidates,
+    // then the lossless identity when the model planner, the error guard or
+    // a tuning file's codec=none may need it and none of those is lossless.
+    // Fixed planner: [0] runs, or the lossless slot where the guard tripped
+    // or a tuning entry says codec=none.
+    std::vector<CodecSlot> codecs;
+    static constexpr size_t kNoSlot = SIZE_MAX;
+    size_t lossless_slot = kNoSlot;            // index of a lossless slot in codecs, or kNoSlot
+    std::unique_ptr<FeedbackStore> residuals;  // shared by the lossy slots
+    // TERSE_PLANNER=model: the measured model and each size class's choice
+    // (engine/selection.h), made at agreement; null with the fixed planner
+    // and with algorithm=two_level (whose schedule is fixed).
+    std::unique_ptr<Selector> selector;
     GuardState guard;                // guard=: reset at each agreement
     std::unique_ptr<TuneTable> tune; // tune_file's entries, loaded at agreement (null: none)
 
@@ -136,13 +153,18 @@ CommState *comm_state_find(MPI_Comm comm);
 // Collective agreement + instantiation (see above).  On disagreement every
 // rank gets TERSE_ERR_MISMATCH with a message naming the differing setting.
 Status comm_state_ready(CommState *st);
+// The instance for dtype (made at agreement) of codec slot `slot`; an
+// error if it has none.
+Status comm_state_codec(CommState *st, size_t slot, terse_dtype_t dtype, CodecInstance **out);
+// The engine's ports and operation memory (link, control, op_memory),
+// made once and kept as long as st.
+Status comm_state_ports(CommState *st);
+// The planner's summary of st for TERSE_STATS (empty without one).
+std::string comm_state_planner_summary(const CommState *st, const char *indent);
 // The tuning file's entry for this call on st, or nullptr.
 const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes);
-// The codec st's calls run with now: the configured one, or the lossless
-// one once the error guard switched st (the same on every rank).
+// The codec st's calls run with now: the configured one (slot 0), or the
+// lossless slot's once the error guard switched st (the same on every rank).
 const CodecParams *comm_state_active_params(const CommState *st);
-// The instance for dtype (made at agreement) of the active codec, or of the
-// lossless one when lossless is set; an error if it has none.
-Status comm_state_codec(CommState *st, terse_dtype_t dtype, bool lossless, CodecInstance **out);
 
 }  // namespace terse

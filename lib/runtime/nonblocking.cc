@@ -27,6 +27,7 @@ struct NbCall {
     CommState *st = nullptr;
     NbQueue *q = nullptr;  // null once its operation is gone (st may be freed)
     CollArgs args;
+    CollectiveChoice choice;  // the planner's, made at issue (in call order on every rank)
     const char *call = "";
     std::vector<size_t> counts, displs;
     OpHandle op;
@@ -89,7 +90,8 @@ void kick() {
 // Starts the front call of q.  Under q->mu.
 void start_call(NbQueue *q, NbCall *c) {
     c->started = true;
-    Status s = collective_start(c->st, c->args, Priority::Normal, &c->op, true, q->control.get());
+    Status s =
+        collective_start(c->st, c->args, c->choice, Priority::Normal, &c->op, nullptr, true, q->control.get());
     if (s != TERSE_OK) {
         c->status = s;
         c->msg = last_error();
@@ -285,7 +287,8 @@ void nb_init(int provided, int (*error_code)(Status)) {
     g.stop = false;
 }
 
-Status nb_start(CommState *st, const CollArgs &args, const char *call, MPI_Request *request) {
+Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, const char *call,
+                MPI_Request *request) {
     Status s = TERSE_OK;
     NbQueue *q = queue_of(st, &s);
     if (!q) return s;
@@ -293,6 +296,7 @@ Status nb_start(CommState *st, const CollArgs &args, const char *call, MPI_Reque
     if (!c) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting %s", call);
     try {
         c->args = args;
+        c->choice = choice;
         if (coll_is_v(args.kind)) {
             c->counts.assign(args.counts, args.counts + st->size);
             c->args.counts = c->counts.data();
@@ -357,14 +361,14 @@ void nb_drain(CommState *st) {
     complete_finished(q);
 }
 
-Status nb_run_blocking(CommState *st, const CollArgs &args) {
+Status nb_run_blocking(CommState *st, const CollArgs &args, const CollectiveChoice &choice) {
     NbQueue *q = st->nb.get();
-    if (!q) return collective_run(st, args);
+    if (!q) return collective_run(st, args, choice);
     Status s;
     {
         std::lock_guard<std::mutex> lk(q->mu);
         drain_locked(q);
-        s = collective_run(st, args);
+        s = collective_run(st, args, choice);
     }
     complete_finished(q);
     return s;

@@ -28,6 +28,7 @@
 #pragma once
 
 #include "engine/coll_args.h"
+#include "runtime/collective.h"
 #include "runtime/comm_state.h"
 #include "util/status.h"
 
@@ -65,7 +66,8 @@ void nb_finalize();
 
 // Start a non-blocking collective that the engine runs on st (ready and
 // eligible); call names it in messages.  args' counts and displs are copied.
-Status nb_start(CommState *st, const CollArgs &args, const char *call, MPI_Request *request);
+Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, const char *call,
+                MPI_Request *request);
 
 // Whether any request is not yet completed for MPI (cheap: one load).
 bool nb_pending();
@@ -78,7 +80,7 @@ void nb_poll();
 void nb_drain(CommState *st);
 // A blocking collective on st that has (or had) non-blocking operations:
 // after them, and not while one of them is advanced.
-Status nb_run_blocking(CommState *st, const CollArgs &args);
+Status nb_run_blocking(CommState *st, const CollArgs &args, const CollectiveChoice &choice);
 
 // Waiting in a completion call: spins briefly, then yields, then sleeps on
 // the transport's events, so a rank that shares its core lets the others

@@ -31,6 +31,7 @@ struct RetiredStats {
     std::string name;
     int rank = 0, size = 0;
     Stats stats;
+    std::string planner;  // comm_state_planner_summary
 };
 
 struct Runtime {
@@ -80,7 +81,7 @@ void retire(CommState *st) {
     // frees communicators in a loop holds memory flat unless it asked for
     // their statistics.
     if (st->bound() && st->stats.any_calls() && prints_stats_line(st->rank))
-        g_rt.retired.push_back({st->name, st->rank, st->size, st->stats});
+        g_rt.retired.push_back({st->name, st->rank, st->size, st->stats, comm_state_planner_summary(st, "  planner: ")});
     if (st->gate_bytes != SIZE_MAX && runtime_active()) update_gate_locked();
 }
 
@@ -111,10 +112,11 @@ int delete_attr(MPI_Comm comm, int, void *val, void *) {
     return MPI_SUCCESS;
 }
 
-void print_stats_line(const std::string &name, int rank, int size, const Stats &s) {
+// planner: the model planner's lines, one per size class (may be empty).
+void print_stats_line(const std::string &name, int rank, int size, const Stats &s, const std::string &planner) {
     if (!prints_stats_line(rank)) return;
-    fprintf(stderr, "terse stats: comm=%s size=%d rank=%d %s\n",
-            name.empty() ? "(unnamed)" : name.c_str(), size, rank, s.format().c_str());
+    fprintf(stderr, "terse stats: comm=%s size=%d rank=%d %s\n%s",
+            name.empty() ? "(unnamed)" : name.c_str(), size, rank, s.format().c_str(), planner.c_str());
 }
 
 // Calls that never reached a communicator's statistics (pass_through.h).
@@ -199,8 +201,8 @@ Status runtime_init(int provided) {
     // Check the default codec now so a typo fails at start-up with its
     // message, not at the first large allreduce.
     if (g_rt.env_defaults.enable) {
-        std::unique_ptr<CodecParams> p;
-        s = Registry::instance().parse_params(g_rt.env_defaults.codec, &p);
+        std::vector<std::unique_ptr<CodecParams>> p;
+        s = Registry::instance().parse_codecs(g_rt.env_defaults.codec, &p);
         if (s != TERSE_OK) return s;
     }
     s = capture_open(g_rt.global, wrank, wsize);
@@ -250,7 +252,7 @@ void runtime_finalize() {
         g_rt.live.clear();
     }
     g_rt.table.clear();
-    for (const auto &r : g_rt.retired) print_stats_line(r.name, r.rank, r.size, r.stats);
+    for (const auto &r : g_rt.retired) print_stats_line(r.name, r.rank, r.size, r.stats, r.planner);
     g_rt.retired.clear();
     int wrank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);

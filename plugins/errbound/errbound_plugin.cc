@@ -23,6 +23,19 @@ double error_bound(const void *params, terse_dtype_t, size_t, int, double max_ab
     return -1;
 }
 
+// terse_codec_errbound(7): abs=B is B; rel=f is f times the chunk's value
+// range, at most 2 m wide; norm=f is f N / sqrt(count) with N <= m
+// sqrt(count).  Whatever the number of ranks.
+int error_contract(const void *params, int, int *kind, double *value) {
+    const Params &p = *static_cast<const Params *>(params);
+    switch (p.mode) {
+    case kAbs: *kind = TERSE_BOUND_ABS; *value = p.bound; break;
+    case kRel: *kind = TERSE_BOUND_REL; *value = 2.0 * p.bound; break;
+    case kNorm: *kind = TERSE_BOUND_REL; *value = p.bound; break;
+    }
+    return TERSE_CODEC_OK;
+}
+
 terse_codec_descriptor_t make_descriptor() {
     terse_codec_descriptor_t d = {};
     d.abi_version = TERSE_CODEC_ABI_VERSION;
@@ -37,6 +50,7 @@ terse_codec_descriptor_t make_descriptor() {
     d.mode = TERSE_REDUCE_SUMMABLE;
     terse_codec::set_forwarding_callbacks<Params, Instance>(d);
     d.error_bound = error_bound;
+    d.error_contract = error_contract;
     return d;
 }
 

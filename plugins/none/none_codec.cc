@@ -197,6 +197,7 @@ const terse_codec_descriptor_t kNoneDescriptor = {
     none_decode,
     nullptr,  // combine
     nullptr,  // error_bound: lossless
+    nullptr,  // error_contract: lossless, so the engine knows its bound (0)
     {},
 };
 

@@ -31,6 +31,25 @@ double error_bound(const void *params, terse_dtype_t dtype, size_t, int nranks, 
     return n * e * (1 + 0x1p-32) + eps * n * (m + e);
 }
 
+// The contract (terse_codec_quantize(7)): n ranks err by at most n * e,
+// e = m / (2L) nearest, m / L stochastic (L = 2^(bits-1) - 1); one bit:
+// max(s, m - s) <= m nearest, 2m stochastic.  The factor 1 + 2^-32 of the
+// contract is rounded up into the last digit.
+int error_contract(const void *params, int nranks, int *kind, double *value) {
+    const Params &p = *static_cast<const Params *>(params);
+    const bool nearest = p.rounding == kNearest;
+    double e;
+    if (p.bits == 1) {
+        e = nearest ? 1.0 : 2.0;
+    } else {
+        const double levels = double((1 << (p.bits - 1)) - 1);
+        e = nearest ? 0.5 / levels : 1.0 / levels;
+    }
+    *kind = TERSE_BOUND_REL;
+    *value = double(nranks) * e * (1.0 + 0x1p-31);
+    return TERSE_CODEC_OK;
+}
+
 terse_codec_descriptor_t make_descriptor() {
     terse_codec_descriptor_t d = {};
     d.abi_version = TERSE_CODEC_ABI_VERSION;
@@ -45,6 +64,7 @@ terse_codec_descriptor_t make_descriptor() {
     d.mode = TERSE_REDUCE_SUMMABLE;
     terse_codec::set_forwarding_callbacks<Params, Instance>(d);
     d.error_bound = error_bound;
+    d.error_contract = error_contract;
     return d;
 }
 

@@ -256,6 +256,7 @@ const terse_codec_descriptor_t kDescriptor = {
     topk_decode,
     nullptr,
     nullptr,  // error_bound: none stated (terse_codec_topk(7))
+    nullptr,  // error_contract: none stated
     {},
 };
 

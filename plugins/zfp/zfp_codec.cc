@@ -343,6 +343,7 @@ const terse_codec_descriptor_t kDescriptor = {
     zfp_decode,
     nullptr,
     nullptr,  // error_bound: none stated (terse_codec_zfp(7))
+    nullptr,  // error_contract: none stated
     {},
 };
 

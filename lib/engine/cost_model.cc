@@ -1,0 +1,124 @@
+#include "engine/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace terse {
+
+namespace {
+
+int floor_log2(int n) {
+    int l = 0;
+    while ((2 << l) <= n) ++l;
+    return l;
+}
+
+}  // namespace
+
+void PmpiCurve::add(double b, double s) {
+    if (points == kMaxPoints || !(b > 0) || !(s > 0)) return;
+    if (points > 0 && b <= bytes[points - 1]) return;
+    bytes[points] = b;
+    seconds[points] = s;
+    ++points;
+}
+
+double PmpiCurve::at(double b) const {
+    if (points == 0) return 0;
+    if (b <= bytes[0] || points == 1) {
+        if (points == 1 && b > bytes[0]) return seconds[0] * b / bytes[0];
+        return seconds[0];
+    }
+    int i = 1;
+    while (i < points - 1 && b > bytes[i]) ++i;
+    const double b0 = bytes[i - 1], b1 = bytes[i], s0 = seconds[i - 1], s1 = seconds[i];
+    if (b > b1) {
+        // Above the largest point: the last segment's marginal bandwidth.
+        const double per_byte = std::max(0.0, (s1 - s0) / (b1 - b0));
+        return s1 + (b - b1) * per_byte;
+    }
+    const double t = (std::log(b) - std::log(b0)) / (std::log(b1) - std::log(b0));
+    return std::exp(std::log(s0) + t * (std::log(s1) - std::log(s0)));
+}
+
+double cost_ring(const CostInputs &in, const CodecCost &c, double bytes) {
+    const int n = in.nranks;
+    if (n <= 1) return 0;
+    const double steps = 2.0 * (n - 1), share = double(n - 1) / n;
+    return in.fixed + steps * in.link.alpha + 2.0 * share * bytes * c.ratio * in.link.beta +
+           share * bytes * in.gamma + c.seconds_per_byte * bytes;
+}
+
+double cost_recursive_doubling(const CostInputs &in, const CodecCost &c, double bytes) {
+    const int n = in.nranks;
+    if (n <= 1) return 0;
+    const int pof2 = 1 << floor_log2(n);
+    const double stages = floor_log2(n) + (pof2 != n ? 2 : 0);  // fold in and hand back extras
+    return in.fixed + stages * (in.link.alpha + bytes * c.ratio * in.link.beta + bytes * in.gamma) +
+           c.seconds_per_byte * bytes;
+}
+
+double cost_rabenseifner(const CostInputs &in, const CodecCost &c, double bytes) {
+    const int n = in.nranks;
+    if (n <= 1) return 0;
+    const int l = floor_log2(n), pof2 = 1 << l;
+    const double share = double(pof2 - 1) / pof2;
+    double t = in.fixed + 2.0 * l * in.link.alpha + 2.0 * share * bytes * c.ratio * in.link.beta +
+               share * bytes * in.gamma + c.seconds_per_byte * bytes;
+    if (pof2 != n) t += 2.0 * (in.link.alpha + bytes * c.ratio * in.link.beta) + bytes * in.gamma;
+    return t;
+}
+
+double cost_gather(const CostInputs &in, const CodecCost &c, double bytes) {
+    const int n = in.nranks;
+    if (n <= 1) return 0;
+    return in.fixed + (n - 1) * (in.link.alpha + bytes * c.ratio * in.link.beta + bytes * in.gamma) +
+           c.seconds_per_byte * bytes;
+}
+
+double cost_pmpi(const CostInputs &in, CollKind kind, double bytes) {
+    switch (kind) {
+    case CollKind::Allreduce: return in.pmpi.at(bytes);
+    case CollKind::ReduceScatterBlock:
+    case CollKind::ReduceScatter: return 0.5 * in.pmpi.at(bytes);
+    case CollKind::Allgather: return 0.5 * in.pmpi.at(bytes * in.nranks);
+    case CollKind::Allgatherv: return 0.5 * in.pmpi.at(bytes);  // bytes: all blocks together
+    }
+    return in.pmpi.at(bytes);
+}
+
+double cost_ring_kind(const CostInputs &in, const CodecCost &c, CollKind kind, double bytes) {
+    const int n = in.nranks;
+    if (n <= 1) return 0;
+    switch (kind) {
+    case CollKind::Allreduce: return cost_ring(in, c, bytes);
+    case CollKind::ReduceScatterBlock:
+    case CollKind::ReduceScatter:
+        return in.fixed + (n - 1) * in.link.alpha + double(n - 1) / n * bytes * (c.ratio * in.link.beta + in.gamma) +
+               c.seconds_per_byte * bytes;
+    case CollKind::Allgather:
+        return in.fixed + (n - 1) * (in.link.alpha + bytes * c.ratio * in.link.beta) +
+               c.seconds_per_byte * bytes;
+    case CollKind::Allgatherv:  // bytes: all blocks together
+        return in.fixed + (n - 1) * in.link.alpha + double(n - 1) / n * bytes * c.ratio * in.link.beta +
+               c.seconds_per_byte * bytes / n;
+    }
+    return cost_ring(in, c, bytes);
+}
+
+PipelineShape pipeline_shape(const LinkCost &link, size_t block_bytes, size_t min_chunk,
+                             size_t max_chunk, int max_depth) {
+    PipelineShape p;
+    max_chunk = std::max(max_chunk, min_chunk);
+    double want = link.beta > 0 ? 10.0 * link.alpha / link.beta : double(min_chunk);
+    size_t chunk = want >= double(max_chunk) ? max_chunk : std::max(min_chunk, size_t(want));
+    // At least two chunks per block, so that the pipeline has something to overlap.
+    if (block_bytes / 2 < chunk) chunk = std::max(min_chunk, block_bytes / 2);
+    p.chunk_bytes = std::min(chunk, max_chunk);
+    double fill = link.beta > 0 ? 2.0 * link.alpha / (link.beta * double(p.chunk_bytes)) : 0.0;
+    int depth = 2 + int(std::ceil(std::min(fill, 64.0)));
+    p.depth = std::clamp(depth, 1, std::max(1, max_depth));
+    return p;
+}
+
+}  // namespace terse

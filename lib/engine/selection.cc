@@ -1,0 +1,270 @@
+#include "engine/selection.h"
+
+#include <algorithm>
+#include <bit>
+#include <cinttypes>
+#include <cstdio>
+#include <tuple>
+
+namespace terse {
+
+namespace {
+
+double ring_cost(const CostInputs &in, const CodecCost &c, CollKind kind, double bytes) {
+    return cost_ring_kind(in, c, kind, bytes);
+}
+bool ring_serves(CollKind kind, const CodecModel &c) { return kind != CollKind::Allreduce || !c.gather_only; }
+
+double rd_cost(const CostInputs &in, const CodecCost &c, CollKind, double bytes) {
+    return cost_recursive_doubling(in, c, bytes);
+}
+bool rd_serves(CollKind kind, const CodecModel &c) { return kind == CollKind::Allreduce && !c.gather_only; }
+
+double gather_cost(const CostInputs &in, const CodecCost &c, CollKind, double bytes) {
+    return cost_gather(in, c, bytes);
+}
+bool gather_serves(CollKind kind, const CodecModel &c) { return kind == CollKind::Allreduce && c.gather_only; }
+
+bool ring_other_kinds(CollKind kind, const CodecModel &) { return kind != CollKind::Allreduce; }
+bool gather_all(CollKind kind, const CodecModel &) { return kind == CollKind::Allreduce; }
+
+double blend(double old, double sample, bool first) {
+    return first ? sample : (1.0 - Selector::kWeight) * old + Selector::kWeight * sample;
+}
+
+// Corrections stay within sane bounds, so that one pathological sample
+// (a preempted rank) cannot rule an option out, or in, for good.
+double clamp_correction(double c) { return std::clamp(c, 0.25, 64.0); }
+
+int bucket_of(size_t bytes) { return bytes ? int(std::bit_width(bytes)) - 1 : 0; }
+
+std::string size_text(double b) {
+    static const char *units[] = {"B", "K", "M", "G", "T"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        ++u;
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, "%g%s", b, units[u]);
+    return buf;
+}
+
+std::string time_text(double s) {
+    char buf[32];
+    if (s < 1e-3) snprintf(buf, sizeof buf, "%.1fus", s * 1e6);
+    else if (s < 1) snprintf(buf, sizeof buf, "%.3fms", s * 1e3);
+    else snprintf(buf, sizeof buf, "%.3fs", s);
+    return buf;
+}
+
+}  // namespace
+
+CodecCost CodecModel::estimate() const {
+    if (identity) return CodecCost{};
+    if (samples) return measured;
+    return CodecCost{0.0, prior_ratio};
+}
+
+std::vector<ScheduleModel> default_schedules() {
+    return {{Schedule::Ring, ring_cost, ring_serves},
+            {Schedule::RecursiveDoubling, rd_cost, rd_serves},
+            {Schedule::Gather, gather_cost, gather_serves}};
+}
+
+std::vector<ScheduleModel> schedules_for(Algorithm a) {
+    switch (a) {
+    case Algorithm::Auto: return default_schedules();
+    case Algorithm::Ring: return {{Schedule::Ring, ring_cost, ring_serves}, {Schedule::Gather, gather_cost, gather_serves}};
+    case Algorithm::RecursiveDoubling:
+        return {{Schedule::RecursiveDoubling, rd_cost, rd_serves},
+                {Schedule::Gather, gather_cost, gather_serves},
+                {Schedule::Ring, ring_cost, ring_other_kinds}};
+    case Algorithm::Gather:
+        return {{Schedule::Gather, gather_cost, gather_all}, {Schedule::Ring, ring_cost, ring_other_kinds}};
+    case Algorithm::TwoLevel:
+        // Not the model's to plan: the runtime makes no Selector for it
+        // (terse(7), PLANNER); the flat schedules, should one be asked.
+        return default_schedules();
+    }
+    return default_schedules();
+}
+
+Selector::Selector(const CostInputs &in, std::vector<CodecModel> codecs, std::vector<ScheduleModel> schedules)
+    : in_(in), codecs_(std::move(codecs)), schedules_(std::move(schedules)) {
+    all_.push_back(Option{});
+    for (int c = 0; c < int(codecs_.size()); ++c)
+        for (const ScheduleModel &s : schedules_) all_.push_back(Option{true, c, s.schedule});
+    correction_.assign(all_.size(), 1.0);
+}
+
+int Selector::option_index(const Option &o) const {
+    if (!o.engine) return 0;
+    for (size_t i = 1; i < all_.size(); ++i)
+        if (all_[i] == o) return int(i);
+    return -1;
+}
+
+std::string Selector::option_name(const Option &o) const {
+    if (!o.engine) return "pmpi";
+    const std::string codec = o.codec >= 0 && o.codec < int(codecs_.size()) ? codecs_[o.codec].name : "?";
+    return codec + "/" + schedule_name(o.schedule);
+}
+
+const Selector::Class *Selector::find_class(CollKind kind, size_t bytes, uint32_t eligible) const {
+    const int b = bucket_of(bytes);
+    auto same = [&](const Class &c) { return c.kind == kind && c.bucket == b && c.eligible == eligible; };
+    if (last_ < classes_.size() && same(classes_[last_])) return &classes_[last_];
+    for (const Class &c : classes_)
+        if (same(c)) return &c;
+    return nullptr;
+}
+
+Selector::Class &Selector::class_of(CollKind kind, size_t bytes, uint32_t eligible) {
+    if (const Class *c = find_class(kind, bytes, eligible)) {
+        last_ = size_t(c - classes_.data());
+        return classes_[last_];
+    }
+    Class c;
+    c.kind = kind;
+    c.bucket = bucket_of(bytes);
+    c.eligible = eligible;
+    c.measured.assign(all_.size(), -1.0);
+    // Sorted, so that the summary lists classes in order whatever the
+    // order of the calls.
+    auto pos = std::find_if(classes_.begin(), classes_.end(), [&](const Class &o) {
+        return std::tie(o.kind, o.bucket, o.eligible) > std::tie(c.kind, c.bucket, c.eligible);
+    });
+    const auto at = classes_.insert(pos, std::move(c));  // may reallocate: begin() after it
+    last_ = size_t(at - classes_.begin());
+    return classes_[last_];
+}
+
+double Selector::model(const Option &o, CollKind kind, size_t bytes) const {
+    if (!o.engine) return cost_pmpi(in_, kind, double(bytes));
+    const CodecModel &c = codecs_[o.codec];
+    CostInputs in = in_;
+    in.fixed = in_.fixed * c.agreements;
+    for (const ScheduleModel &s : schedules_)
+        if (s.schedule == o.schedule) return s.cost(in, c.estimate(), kind, double(bytes));
+    return cost_ring_kind(in, c.estimate(), kind, double(bytes));
+}
+
+double Selector::predict_in(const Class *c, const Option &o, CollKind kind, size_t bytes) const {
+    const int i = option_index(o);
+    double corr = i >= 0 ? correction_[i] : 1.0;
+    if (c && i >= 0 && c->measured[i] >= 0) corr = c->measured[i];
+    return model(o, kind, bytes) * corr;
+}
+
+double Selector::predict(const Option &o, CollKind kind, size_t bytes, uint32_t eligible) const {
+    return predict_in(find_class(kind, bytes, eligible), o, kind, bytes);
+}
+
+Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed, std::string *why) {
+    Class &c = class_of(kind, bytes, eligible);
+    c.calls++;
+    if (changed) *changed = false;
+    if (c.pinned) return c.choice;
+    auto allowed = [&](const Option &o) {
+        if (!o.engine) return true;
+        if (!(eligible >> o.codec & 1u)) return false;
+        for (const ScheduleModel &s : schedules_)
+            if (s.schedule == o.schedule) return s.serves(kind, codecs_[o.codec]);
+        return false;
+    };
+    // Ties go to the earlier option: the MPI library first.
+    int best = 0;
+    double best_t = predict_in(&c, all_[0], kind, bytes);
+    bool current_allowed = false;
+    for (size_t i = 0; i < all_.size(); ++i) {
+        if (!allowed(all_[i])) continue;
+        if (c.decided && all_[i] == c.choice) current_allowed = true;
+        const double t = predict_in(&c, all_[i], kind, bytes);
+        if (t < best_t) {
+            best_t = t;
+            best = int(i);
+        }
+    }
+    bool move = !c.decided || !current_allowed;
+    if (!move && !(all_[best] == c.choice))
+        move = best_t < (1.0 - kSwitchMargin) * predict_in(&c, c.choice, kind, bytes);
+    if (move) {
+        const bool was = c.decided;
+        if (was) c.changes++;
+        if (changed) *changed = true;
+        if (why) {
+            *why = (was ? option_name(c.choice) + " -> " : std::string()) + option_name(all_[best]) + " (predicted";
+            for (size_t i = 0; i < all_.size(); ++i)
+                if (allowed(all_[i]))
+                    *why += " " + option_name(all_[i]) + " " + time_text(predict_in(&c, all_[i], kind, bytes));
+            *why += ")";
+        }
+        c.choice = all_[best];
+        c.decided = true;
+    }
+    c.predicted = predict_in(&c, c.choice, kind, bytes);
+    // The runner-up, so that TERSE_STATS says why.
+    c.next_predicted = -1;
+    for (const Option &o : all_) {
+        if (o == c.choice || !allowed(o)) continue;
+        const double t = predict_in(&c, o, kind, bytes);
+        if (c.next_predicted < 0 || t < c.next_predicted) {
+            c.next_predicted = t;
+            c.next = o;
+        }
+    }
+    return c.choice;
+}
+
+void Selector::observe(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob) {
+    const int i = option_index(o);
+    if (i <= 0 || !(ob.seconds > 0)) return;
+    CodecModel &cm = codecs_[o.codec];
+    if (!cm.identity && bytes > 0) {
+        const bool first = cm.samples == 0;
+        cm.measured.seconds_per_byte = blend(cm.measured.seconds_per_byte, ob.codec_seconds / double(bytes), first);
+        cm.measured.ratio = blend(cm.measured.ratio, std::clamp(ob.ratio, 0.0, 4.0), first);
+        cm.samples++;
+    }
+    const double m = model(o, kind, bytes);
+    if (!(m > 0)) return;
+    const double sample = clamp_correction(ob.seconds / m);
+    Class &c = class_of(kind, bytes, eligible);
+    c.measured[i] = clamp_correction(blend(c.measured[i], sample, c.measured[i] < 0));
+    correction_[i] = clamp_correction(blend(correction_[i], sample, false));
+}
+
+void Selector::note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds) {
+    class_of(kind, bytes, eligible).local_seconds += seconds;
+}
+
+void Selector::pin_option(CollKind kind, size_t bytes, uint32_t eligible, const Option &o) {
+    Class &c = class_of(kind, bytes, eligible);
+    c.pinned = true;
+    c.decided = true;
+    c.choice = o;
+}
+
+std::string Selector::summary(const char *indent) const {
+    std::string out;
+    for (const Class &c : classes_) {
+        char head[160];
+        const double lo = double(size_t(1) << c.bucket);
+        snprintf(head, sizeof head, "%s%s %s..%s: ", indent, coll_kind_name(c.kind), size_text(c.bucket ? lo : 0).c_str(),
+                 size_text(2 * lo).c_str());
+        out += head;
+        out += option_name(c.choice);
+        out += c.pinned ? " (pinned)" : "";
+        char tail[200];
+        snprintf(tail, sizeof tail, " calls=%" PRIu64 " predicted=%s measured=%s changes=%" PRIu64, c.calls,
+                 time_text(c.predicted).c_str(),
+                 c.calls ? time_text(c.local_seconds / double(c.calls)).c_str() : "-", c.changes);
+        out += tail;
+        if (c.next_predicted >= 0) out += " next=" + option_name(c.next) + ":" + time_text(c.next_predicted);
+        out += "\n";
+    }
+    return out;
+}
+
+}  // namespace terse

@@ -1,0 +1,140 @@
+// The planner's choice per call (TERSE_PLANNER=model): the fastest of the
+// MPI library, the lossless engine and each codec on each schedule, per
+// size class, from the cost model (cost_model.h) corrected by what the
+// engine's operations measured.
+//
+// Every input is agreed across the communicator's ranks: the measured
+// CostInputs (MAX over ranks at context creation), the call's arguments
+// (which MPI requires to match) and each operation's Observation (MAX over
+// ranks, carried by the operation's closing agreement).  Everything here is
+// a deterministic function of those, so every rank holds the same Selector
+// and makes the same choice, call after call.  Local clocks feed only what
+// TERSE_STATS prints (note_local_time).
+//
+// Hysteresis: a size class keeps its choice until another option is
+// predicted at least kSwitchMargin faster, so noise in the measurements
+// cannot make it flap between two options on alternate calls.
+//
+// Extension points: the options are the product of codecs() and
+// schedules(): a new schedule is one ScheduleModel row (its cost and the
+// calls it serves), a new codec one CodecModel; a tuning source can
+// pin_option() a size class before the model decides.
+#pragma once
+
+#include "engine/coll_args.h"
+#include "engine/cost_model.h"
+#include "engine/planner.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace terse {
+
+// A codec the selection can choose, as the model sees it.
+struct CodecModel {
+    std::string name;          // canonical spec, for messages
+    bool identity = false;     // the lossless identity: no codec work, ratio 1
+    bool gather_only = false;  // payloads cannot be summed (TERSE_REDUCE_GATHER)
+    int agreements = 1;        // small allreduces per operation (summable codecs agree on statistics first)
+    double prior_ratio = 1;    // worst-case wire/raw (max_encoded_size), until measured
+    CodecCost measured;        // moving estimate from the operations' observations
+    uint64_t samples = 0;
+    CodecCost estimate() const;  // measured, or (0 s/byte, prior_ratio) before any sample
+};
+
+// A schedule the selection can weigh.
+struct ScheduleModel {
+    Schedule schedule;
+    // Predicted seconds for a call of `bytes` of `kind` through codec.
+    double (*cost)(const CostInputs &in, const CodecCost &codec, CollKind kind, double bytes);
+    // Whether it runs calls of kind through a codec of this model.
+    bool (*serves)(CollKind kind, const CodecModel &codec);
+};
+
+// The schedules the engine has, in the order ties are broken.
+std::vector<ScheduleModel> default_schedules();
+// Those a configured algorithm allows: the same schedules
+// plan_collective() would run (ring for reduce-scatter and allgather,
+// gather for codecs that need it).
+std::vector<ScheduleModel> schedules_for(Algorithm a);
+
+// One option: the MPI library, or the engine with codec c on schedule s.
+struct Option {
+    bool engine = false;
+    int codec = -1;  // index into Selector::codecs() (engine only)
+    Schedule schedule = Schedule::Trivial;
+    bool operator==(const Option &) const = default;
+};
+
+class Selector {
+public:
+    static constexpr double kSwitchMargin = 0.10;  // hysteresis: 10% predicted gain to switch
+    static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
+
+    Selector() = default;
+    Selector(const CostInputs &in, std::vector<CodecModel> codecs,
+             std::vector<ScheduleModel> schedules = default_schedules());
+
+    const CostInputs &inputs() const { return in_; }
+    const std::vector<CodecModel> &codecs() const { return codecs_; }
+
+    // The option for a call of `kind` and `bytes`; eligible: bit c set when
+    // codec c may run this call (engine_eligible for that codec).  Updates
+    // the class's choice (with hysteresis) and *changed tells whether it
+    // moved (for TERSE_LOG=debug); *why, when given, gets a line naming the
+    // options' predictions.
+    Option choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed = nullptr,
+                  std::string *why = nullptr);
+
+    // Predicted seconds of one option for this call: what this class
+    // measured for it, else the model with the option's correction.
+    double predict(const Option &o, CollKind kind, size_t bytes, uint32_t eligible) const;
+
+    // An engine operation of this class finished with agreed observation ob.
+    void observe(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
+
+    // A call's time on this rank's clock, for statistics only.
+    void note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
+
+    // A size class whose choice is fixed (a tuning source): the model is
+    // not asked for it.
+    void pin_option(CollKind kind, size_t bytes, uint32_t eligible, const Option &o);
+
+    // Per size class: the choice, predicted and measured times, calls.
+    std::string summary(const char *indent) const;
+
+    std::string option_name(const Option &o) const;
+
+private:
+    struct Class {
+        CollKind kind;
+        int bucket;          // floor(log2(bytes))
+        uint32_t eligible;
+        bool decided = false, pinned = false;
+        Option choice;
+        double predicted = 0;  // of the choice, at the last call
+        Option next;           // the fastest other option at the last call (why: next_predicted)
+        double next_predicted = -1;
+        uint64_t calls = 0, changes = 0;
+        double local_seconds = 0;  // sum over calls, this rank's clock
+        std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
+    };
+    Class &class_of(CollKind kind, size_t bytes, uint32_t eligible);
+    const Class *find_class(CollKind kind, size_t bytes, uint32_t eligible) const;
+    int option_index(const Option &o) const;
+    double model(const Option &o, CollKind kind, size_t bytes) const;
+    double predict_in(const Class *c, const Option &o, CollKind kind, size_t bytes) const;
+    std::vector<Option> options_for(CollKind kind, uint32_t eligible) const;
+
+    CostInputs in_;
+    std::vector<CodecModel> codecs_;
+    std::vector<ScheduleModel> schedules_;
+    std::vector<Option> all_;          // PMPI, then codec-major, schedule-minor
+    std::vector<double> correction_;   // per option: measured / model, moving (1 until measured)
+    std::vector<Class> classes_;
+    size_t last_ = 0;                  // index of the last class looked up
+};
+
+}  // namespace terse

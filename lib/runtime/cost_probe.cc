@@ -1,0 +1,155 @@
+#include "runtime/cost_probe.h"
+
+#include "engine/message_tag.h"
+#include "engine/reduce_kernels.h"
+#include "engine/stats.h"
+#include "util/log.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace terse {
+
+namespace {
+
+// The probe's messages use the last op sequence number: it runs before the
+// communicator's first operation, whose sequence starts at 0.
+constexpr uint32_t kProbeSeq = 0xFF;
+constexpr size_t kRingLarge = 128 * 1024;
+constexpr int kRingSmallReps = 8, kRingLargeReps = 3;
+constexpr size_t kPmpiSizes[] = {8, 64 * 1024, 1024 * 1024, 8 * 1024 * 1024};
+// A size is measured only if its repeats are predicted to fit this time.
+constexpr double kSizeBudget = 4e-3;
+constexpr size_t kAlwaysMeasured = 64 * 1024;
+constexpr int kPmpiReps = 3;
+
+// One ring step of `bytes`: receive from the left, send to the right, until
+// both are done.  Returns its time, or a negative value on a transport error.
+double ring_step(Link *link, const CommState *st, uint8_t *out, uint8_t *in, size_t bytes, int rep) {
+    const int right = (st->rank + 1) % st->size, left = (st->rank + st->size - 1) % st->size;
+    LinkRequest rr, sr;
+    const double t0 = now_seconds();
+    Status s = link->irecv(left, make_tag(st->ctx_id, uint32_t(left), kProbeSeq, uint32_t(rep)), in, bytes, &rr);
+    if (s == TERSE_OK)
+        s = link->isend(right, make_tag(st->ctx_id, uint32_t(st->rank), kProbeSeq, uint32_t(rep)), out, bytes, &sr);
+    if (s != TERSE_OK) return -1;
+    bool rdone = false, sdone = false;
+    while (!rdone || !sdone) {
+        link->progress();
+        Status rs = TERSE_OK;
+        if (!rdone && link->test(&rr, &rs, nullptr)) {
+            rdone = true;
+            if (rs != TERSE_OK) return -1;
+        }
+        if (!sdone && link->test(&sr, &rs, nullptr)) {
+            sdone = true;
+            if (rs != TERSE_OK) return -1;
+        }
+    }
+    return now_seconds() - t0;
+}
+
+double fastest_ring_step(Link *link, const CommState *st, uint8_t *out, uint8_t *in, size_t bytes, int reps,
+                         int *slot) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < reps; ++i) {
+        const double t = ring_step(link, st, out, in, bytes, (*slot)++);
+        if (t < 0) return -1;
+        best = std::min(best, t);
+    }
+    return best;
+}
+
+double agreed_max(const CommState *st, double v) {
+    double out = v;
+    PMPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, st->comm);
+    return out;
+}
+
+}  // namespace
+
+Status probe_costs(CommState *st, CostInputs *out) {
+    CostInputs in;
+    in.nranks = st->size;
+    const double t_begin = now_seconds();
+    std::vector<float> a, b;
+    try {
+        a.assign(kRingLarge / sizeof(float), 1.0f);
+        b.assign(a.size(), 0.0f);
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory measuring communicator %s",
+                         st->describe().c_str());
+    }
+    uint8_t *pa = reinterpret_cast<uint8_t *>(a.data()), *pb = reinterpret_cast<uint8_t *>(b.data());
+
+    // Ring neighbours over the transport; the first step also connects.
+    int slot = 0;
+    double local[3];
+    if (ring_step(st->link.get(), st, pa, pb, 8, slot++) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+    local[0] = fastest_ring_step(st->link.get(), st, pa, pb, 8, kRingSmallReps, &slot);
+    local[1] = local[0] < 0 ? -1 : fastest_ring_step(st->link.get(), st, pa, pb, kRingLarge, kRingLargeReps, &slot);
+    if (local[1] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+
+    // A local reduction.
+    const size_t red = 64 * 1024 / sizeof(float);
+    double g = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 3; ++i) {
+        const double t0 = now_seconds();
+        reduce_inplace(TERSE_DTYPE_FLOAT32, TERSE_OP_SUM, b.data(), a.data(), red);
+        g = std::min(g, now_seconds() - t0);
+    }
+    local[2] = g / double(red * sizeof(float));
+
+    double agreed[3];
+    if (PMPI_Allreduce(local, agreed, 3, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "terse: measuring communicator %s failed in PMPI_Allreduce",
+                         st->describe().c_str());
+    in.link.alpha = agreed[0];
+    in.link.beta = std::max(0.0, (agreed[1] - agreed[0]) / double(kRingLarge));
+    in.gamma = agreed[2];
+
+    // The MPI library's allreduce, while each size fits the budget.
+    double prev_t = 0;
+    for (size_t bytes : kPmpiSizes) {
+        // Predicted from the ring link (an allreduce moves about twice its
+        // bytes): the two smallest sizes are always measured.
+        const double predicted = (kPmpiReps + 1) * (prev_t + 2.0 * double(bytes) * in.link.beta);
+        if (bytes > kAlwaysMeasured && predicted > kSizeBudget) break;
+        const int count = int(bytes / sizeof(float));
+        if (a.size() < size_t(count)) {
+            // Short of memory, every rank stops here together.
+            double short_of_memory = 0;
+            try {
+                a.resize(size_t(count), 1.0f);
+                b.resize(size_t(count), 0.0f);
+            } catch (const std::bad_alloc &) {
+                short_of_memory = 1;
+            }
+            if (agreed_max(st, short_of_memory) > 0) break;
+        }
+        double best = std::numeric_limits<double>::infinity();
+        for (int i = 0; i <= kPmpiReps; ++i) {  // the first is a warm-up
+            const double t0 = now_seconds();
+            if (PMPI_Allreduce(a.data(), b.data(), count, MPI_FLOAT, MPI_SUM, st->comm) != MPI_SUCCESS)
+                return set_error(TERSE_ERR_MPI, "terse: measuring communicator %s failed in PMPI_Allreduce",
+                                 st->describe().c_str());
+            if (i) best = std::min(best, now_seconds() - t0);
+        }
+        const double t = agreed_max(st, best);
+        in.pmpi.add(double(bytes), t);
+        prev_t = t;
+    }
+    in.fixed = in.pmpi.empty() ? 0 : in.pmpi.seconds[0];
+    *out = in;
+    TERSE_LOG_DEBUG("planner: communicator %s measured in %.2f ms: ring alpha %.2f us, %.0f MB/s; reduce %.0f MB/s; "
+                    "MPI_Allreduce %d sizes, 8 B %.2f us, largest %.0f B %.1f us",
+                    st->describe().c_str(), (now_seconds() - t_begin) * 1e3, in.link.alpha * 1e6,
+                    in.link.beta > 0 ? 1e-6 / in.link.beta : 0.0, in.gamma > 0 ? 1e-6 / in.gamma : 0.0,
+                    in.pmpi.points, in.pmpi.seconds[0] * 1e6, in.pmpi.bytes[in.pmpi.points - 1],
+                    in.pmpi.seconds[in.pmpi.points - 1] * 1e6);
+    return TERSE_OK;
+}
+
+}  // namespace terse

@@ -1,0 +1,273 @@
+// The cost model (engine/cost_model.h) and the planner's selection
+// (engine/selection.h): given measured inputs, the choice is the fastest;
+// two ranks fed the same agreed history choose the same; noise does not
+// make a size class flap.
+#include "engine/cost_model.h"
+#include "engine/selection.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace terse;
+
+namespace {
+
+// Shared memory: fast link, and an MPI library faster than the engine.
+CostInputs shared_memory(int n) {
+    CostInputs in;
+    in.nranks = n;
+    in.link = {0.5e-6, 1.0 / 7e9};
+    in.gamma = 1.0 / 15e9;
+    in.fixed = 0.5e-6;
+    in.pmpi.add(8, 0.5e-6);
+    in.pmpi.add(65536, 12e-6);
+    in.pmpi.add(1 << 20, 150e-6);
+    return in;
+}
+
+// A 1 Gbit/s link, with the MPI library as slow as the link.
+CostInputs slow_link(int n) {
+    CostInputs in;
+    in.nranks = n;
+    in.link = {30e-6, 1.0 / 125e6};
+    in.gamma = 1.0 / 15e9;
+    in.fixed = 40e-6;
+    in.pmpi.add(8, 40e-6);
+    in.pmpi.add(65536, 40e-6 + 2.0 * 65536 / 125e6);
+    in.pmpi.add(1 << 20, 40e-6 + 2.0 * (1 << 20) / 125e6);
+    return in;
+}
+
+CodecModel identity() {
+    CodecModel m;
+    m.name = "none";
+    m.identity = true;
+    return m;
+}
+
+CodecModel quantize8() {
+    CodecModel m;
+    m.name = "quantize:bits=8";
+    m.agreements = 2;
+    m.prior_ratio = 0.27;
+    return m;
+}
+
+constexpr uint32_t kAll = ~0u;
+
+}  // namespace
+
+TEST(CostModel, CurveInterpolatesAndExtrapolates) {
+    PmpiCurve c;
+    EXPECT_EQ(c.at(100), 0);
+    c.add(8, 1e-6);
+    c.add(1024, 4e-6);
+    c.add(1 << 20, 1e-3);
+    c.add(512, 1.0);  // not above the last point: ignored
+    EXPECT_EQ(c.points, 3);
+    EXPECT_DOUBLE_EQ(c.at(1), 1e-6);       // below: the smallest point
+    EXPECT_DOUBLE_EQ(c.at(1024), 4e-6);    // on a point
+    const double mid = c.at(std::sqrt(8.0 * 1024));
+    EXPECT_NEAR(mid, 2e-6, 1e-12);         // log-log: geometric mean
+    const double slope = (1e-3 - 4e-6) / double((1 << 20) - 1024);
+    EXPECT_NEAR(c.at(2 << 20), 1e-3 + slope * (1 << 20), 1e-12);  // the last segment's bandwidth
+}
+
+TEST(CostModel, SchedulesFollowAlphaBeta) {
+    CostInputs in = slow_link(8);
+    CodecCost raw;
+    // Short messages: recursive doubling's log2(n) latencies win; long: the ring's bandwidth.
+    EXPECT_LT(cost_recursive_doubling(in, raw, 64), cost_ring(in, raw, 64));
+    EXPECT_GT(cost_recursive_doubling(in, raw, 16 << 20), cost_ring(in, raw, 16 << 20));
+    // Rabenseifner: ring-like bandwidth with log2(n) latencies.
+    EXPECT_LT(cost_rabenseifner(in, raw, 16 << 20), cost_recursive_doubling(in, raw, 16 << 20));
+    EXPECT_LT(cost_rabenseifner(in, raw, 64), cost_ring(in, raw, 64));
+    // A codec that shrinks 4x at no cost makes a long ring about 4x cheaper.
+    CodecCost q{0, 0.25};
+    EXPECT_NEAR(cost_ring(in, q, 64 << 20) / cost_ring(in, raw, 64 << 20), 0.25, 0.02);
+    // ... and one that is slower than the link makes it dearer.
+    CodecCost slow{1.0 / 50e6, 0.25};
+    EXPECT_GT(cost_ring(in, slow, 64 << 20), cost_ring(in, raw, 64 << 20));
+    // One rank: nothing to send.
+    in.nranks = 1;
+    EXPECT_EQ(cost_ring(in, raw, 1 << 20), 0);
+    // The old constant-model entry points are the same formulas.
+    EXPECT_DOUBLE_EQ(cost_ring(1 << 20, 4, 20e-6, 1e-9),
+                     6 * 20e-6 + 1.5 * double(1 << 20) * 1e-9);
+}
+
+TEST(CostModel, PmpiOfOtherKinds) {
+    CostInputs in = shared_memory(4);
+    EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::ReduceScatterBlock, 1 << 20), 0.5 * in.pmpi.at(1 << 20));
+    EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::Allgather, 1 << 18), 0.5 * in.pmpi.at(1 << 20));
+}
+
+TEST(CostModel, PipelineShapeFromTheLink) {
+    // Slow link: latency is small next to a chunk's transfer, so chunks
+    // stay at the minimum; a fast one needs larger chunks to hide alpha.
+    PipelineShape slow = pipeline_shape({30e-6, 1.0 / 125e6}, 64 << 20, 64 << 10, 1 << 20, 8);
+    EXPECT_EQ(slow.chunk_bytes, size_t(64 << 10));
+    EXPECT_GE(slow.depth, 2);
+    PipelineShape fast = pipeline_shape({20e-6, 1.0 / 10e9}, 64 << 20, 64 << 10, 4 << 20, 8);
+    EXPECT_GE(double(fast.chunk_bytes), 10.0 * 20e-6 * 10e9 * 0.99);
+    EXPECT_LE(fast.chunk_bytes, size_t(4 << 20));
+    // A short block is still cut in two; depth within its cap.
+    PipelineShape small = pipeline_shape({20e-6, 1.0 / 10e9}, 256 << 10, 64 << 10, 4 << 20, 3);
+    EXPECT_EQ(small.chunk_bytes, size_t(128 << 10));
+    EXPECT_LE(small.depth, 3);
+}
+
+TEST(Selection, SharedMemoryGoesToTheMpiLibrary) {
+    CostInputs in = shared_memory(2);
+    // The engine's measured time is well above the model's: after one
+    // observation the class and its neighbours go to PMPI.
+    Selector s(in, {identity()});
+    Option o = s.choose(CollKind::Allreduce, 1 << 20, kAll);
+    if (o.engine) {
+        s.observe(CollKind::Allreduce, 1 << 20, kAll, o, Observation{1e-3, 0, 1});
+        o = s.choose(CollKind::Allreduce, 1 << 20, kAll);
+    }
+    EXPECT_FALSE(o.engine);
+    for (size_t b = 64 << 10; b <= (64u << 20); b *= 2) {
+        Option p = s.choose(CollKind::Allreduce, b, kAll);
+        if (p.engine) {  // at most one exploring call per class
+            s.observe(CollKind::Allreduce, b, kAll, p, Observation{10 * s.predict(Option{}, CollKind::Allreduce, b, kAll), 0, 1});
+            p = s.choose(CollKind::Allreduce, b, kAll);
+        }
+        EXPECT_FALSE(p.engine) << b;
+    }
+    // TERSE_STATS: each class, its choice and why (the runner-up's prediction).
+    const std::string sum = s.summary("  ");
+    EXPECT_NE(sum.find("  allreduce 1M..2M: pmpi calls="), std::string::npos) << sum;
+    EXPECT_NE(sum.find(" next=none/"), std::string::npos) << sum;
+}
+
+TEST(Selection, SlowLinkCompressesWhereItPays) {
+    CostInputs in = slow_link(4);
+    Selector s(in, {quantize8(), identity()});
+    // Before any measurement the codec is taken at its worst-case ratio.
+    Option o = s.choose(CollKind::Allreduce, 16 << 20, kAll);
+    ASSERT_TRUE(o.engine);
+    EXPECT_EQ(o.codec, 0);
+    // Measured: 2 GB/s of codec work, ratio 0.26.
+    const double bytes = 16 << 20;
+    s.observe(CollKind::Allreduce, 16 << 20, kAll, o,
+              Observation{cost_ring(in, CodecCost{1 / 2e9, 0.26}, bytes), bytes / 2e9, 0.26});
+    EXPECT_EQ(s.codecs()[0].samples, 1u);
+    EXPECT_TRUE(s.choose(CollKind::Allreduce, 16 << 20, kAll).engine);
+    EXPECT_EQ(s.choose(CollKind::Allreduce, 16 << 20, kAll).codec, 0);
+    // Not eligible (an integer sum): the lossless engine or PMPI.
+    Option lossless = s.choose(CollKind::Allreduce, 16 << 20, 0b10);
+    EXPECT_TRUE(!lossless.engine || lossless.codec == 1);
+    // Nothing eligible: PMPI.
+    EXPECT_FALSE(s.choose(CollKind::Allreduce, 16 << 20, 0).engine);
+}
+
+TEST(Selection, ChoiceIsTheFastestPrediction) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int trial = 0; trial < 200; ++trial) {
+        CostInputs in = u(rng) < 0.5 ? slow_link(2 + trial % 7) : shared_memory(2 + trial % 7);
+        in.link.beta *= 0.2 + 5 * u(rng);
+        CodecModel q = quantize8();
+        q.samples = 1;
+        q.measured = CodecCost{u(rng) * 1e-9, 0.1 + 0.9 * u(rng)};
+        Selector s(in, {q, identity()});
+        const size_t bytes = size_t(1) << (10 + trial % 17);
+        const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+        const double chosen = s.predict(o, CollKind::Allreduce, bytes, kAll);
+        std::vector<Option> all = {Option{}};
+        for (int c = 0; c < 2; ++c)
+            for (Schedule sc : {Schedule::Ring, Schedule::RecursiveDoubling})
+                all.push_back(Option{true, c, sc});
+        for (const Option &other : all) EXPECT_LE(chosen, s.predict(other, CollKind::Allreduce, bytes, kAll));
+    }
+}
+
+TEST(Selection, SameHistorySameChoices) {
+    // Two ranks: the same agreed inputs and observations in the same order.
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> noise(0.5, 2.0);
+    CostInputs in = slow_link(4);
+    Selector a(in, {quantize8(), identity()}), b(in, {quantize8(), identity()});
+    for (int call = 0; call < 2000; ++call) {
+        const size_t bytes = size_t(1) << (12 + call % 14);
+        const Option oa = a.choose(CollKind::Allreduce, bytes, kAll);
+        const Option ob = b.choose(CollKind::Allreduce, bytes, kAll);
+        ASSERT_EQ(oa, ob) << call;
+        if (oa.engine) {
+            const double t = a.predict(oa, CollKind::Allreduce, bytes, kAll) * noise(rng);
+            const Observation obs{t, t * 0.3 * noise(rng), 0.26 * noise(rng)};
+            a.observe(CollKind::Allreduce, bytes, kAll, oa, obs);
+            b.observe(CollKind::Allreduce, bytes, kAll, ob, obs);
+        }
+    }
+    EXPECT_EQ(a.summary(""), b.summary(""));
+}
+
+TEST(Selection, NoFlappingUnderNoise) {
+    // The engine measures within +-8% of the MPI library's time at the
+    // crossover: a class may settle once but never alternates.
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<double> jitter(0.92, 1.08);
+    CostInputs in = slow_link(2);
+    for (double level : {0.9, 0.97, 1.0, 1.03, 1.1}) {
+        Selector s(in, {identity()});
+        const size_t bytes = 4 << 20;
+        const double pmpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+        int changes = 0;
+        Option last = s.choose(CollKind::Allreduce, bytes, kAll);
+        for (int call = 0; call < 500; ++call) {
+            if (last.engine)
+                s.observe(CollKind::Allreduce, bytes, kAll, last, Observation{pmpi * level * jitter(rng), 0, 1});
+            const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+            if (!(o == last)) ++changes;
+            last = o;
+        }
+        EXPECT_LE(changes, 2) << "level " << level;
+    }
+}
+
+TEST(Selection, NoFlappingBetweenCloseEngineOptions) {
+    // Ring and recursive doubling take the same time, measured with +-25%
+    // noise; the MPI library is far slower.  Each switch makes the other
+    // option the measured one, so without hysteresis the class would
+    // alternate whenever noise favours the option not running.
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> jitter(0.75, 1.25);
+    CostInputs in = slow_link(2);
+    for (int i = 0; i < in.pmpi.points; ++i) in.pmpi.seconds[i] *= 100;
+    Selector s(in, {identity()});
+    const size_t bytes = 1 << 20;
+    const double truth = s.predict(Option{true, 0, Schedule::Ring}, CollKind::Allreduce, bytes, kAll);
+    int changes = 0;
+    Option last = s.choose(CollKind::Allreduce, bytes, kAll);
+    for (int call = 0; call < 1000; ++call) {
+        ASSERT_TRUE(last.engine);
+        s.observe(CollKind::Allreduce, bytes, kAll, last, Observation{truth * jitter(rng), 0, 1});
+        const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+        if (!(o == last)) ++changes;
+        last = o;
+    }
+    EXPECT_LE(changes, 2) << s.summary("");
+}
+
+TEST(Selection, PinnedClassesSkipTheModel) {
+    Selector s(shared_memory(2), {identity()});
+    const Option ring{true, 0, Schedule::Ring};
+    s.pin_option(CollKind::Allreduce, 1 << 20, kAll, ring);
+    EXPECT_EQ(s.choose(CollKind::Allreduce, 1 << 20, kAll), ring);
+    EXPECT_NE(s.summary("").find("(pinned)"), std::string::npos);
+}
+
+TEST(Selection, SchedulesForAnAlgorithm) {
+    for (const ScheduleModel &m : schedules_for(Algorithm::Ring)) EXPECT_NE(m.schedule, Schedule::RecursiveDoubling);
+    CodecModel q = quantize8();
+    bool rs_served = false;
+    for (const ScheduleModel &m : schedules_for(Algorithm::RecursiveDoubling))
+        rs_served = rs_served || m.serves(CollKind::ReduceScatterBlock, q);
+    EXPECT_TRUE(rs_served);  // reduce-scatter always has the ring
+}
