@@ -124,40 +124,53 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
     return Route::Engine;
 }
 
+// Step 2 after the decision: pass() (the PMPI call), or engine(st, choice)
+// for a call terse takes; engine returns the MPI code the call returns.
+template <class Pass, class Engine>
+int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass, Engine &&engine) {
+    CommState *st = nullptr;
+    CollectiveChoice choice;
+    int rc = MPI_SUCCESS;
+    const Route route = route_collective(comm, a, bytes, call, &st, &choice, &rc);
+    if (route == Route::Pass) return pass();
+    if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
+    if (route == Route::Failed) return rc;
+    return engine(st, choice);
+}
+
+inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
+    return s == TERSE_OK ? MPI_SUCCESS : report_error(comm, s, call);
+}
+
 // Step 2 of a blocking call: run it on terse's engine if it is eligible,
 // else through pass() (the PMPI call).  After the communicator's
 // non-blocking operations, if it has any (runtime/nonblocking.h).
 template <class Pass>
 int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
-    CommState *st = nullptr;
-    CollectiveChoice choice;
-    int rc = MPI_SUCCESS;
-    const Route route = route_collective(comm, a, bytes, call, &st, &choice, &rc);
-    if (route == Route::Pass) return pass();
-    if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
-    if (route == Route::Failed) return rc;
-    Status s = st->nb ? nb_run_blocking(st, a, choice) : collective_run(st, a, choice);
-    if (s != TERSE_OK) return report_error(comm, s, call);
-    return MPI_SUCCESS;
+    return follow_route(comm, a, bytes, call, pass, [&](CommState *st, const CollectiveChoice &choice) {
+        if (choice.probe_mpi) {
+            // The planner re-measures the MPI library on this call.
+            if (st->nb) nb_drain(st);
+            Status s = TERSE_OK;
+            const int rc = collective_probe_mpi(st, a, choice, pass, &s);
+            return rc != MPI_SUCCESS ? rc : mpi_code(comm, s, call);
+        }
+        return mpi_code(comm, st->nb ? nb_run_blocking(st, a, choice) : collective_run(st, a, choice), call);
+    });
 }
 
 // Step 2 of a non-blocking call: start it on terse's engine (a generalized
-// request in *request) if it is eligible, else through pass().
+// request in *request) if it is eligible, else through pass().  A probe of
+// the MPI library (blocking calls only) is not taken here.
 template <class Pass>
 int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, MPI_Request *request,
                      Pass &&pass) {
-    CommState *st = nullptr;
-    CollectiveChoice choice;
-    int rc = MPI_SUCCESS;
-    const Route route = route_collective(comm, a, bytes, call, &st, &choice, &rc);
-    if (route == Route::Pass) return pass();
-    if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
-    if (route == Route::Failed) return rc;
-    Status s = nb_start(st, a, choice, call, request);
-    if (s != TERSE_OK) return report_error(comm, s, call);
-    // Operations of other communicators may wait for this thread's MPI.
-    nb_poll();
-    return MPI_SUCCESS;
+    return follow_route(comm, a, bytes, call, pass, [&](CommState *st, const CollectiveChoice &choice) {
+        Status s = nb_start(st, a, choice, call, request);
+        // Operations of other communicators may wait for this thread's MPI.
+        if (s == TERSE_OK) nb_poll();
+        return mpi_code(comm, s, call);
+    });
 }
 
 }  // namespace terse

@@ -161,10 +161,12 @@ double Selector::predict(const Option &o, CollKind kind, size_t bytes, uint32_t 
     return predict_in(find_class(kind, bytes, eligible), o, kind, bytes);
 }
 
-Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed, std::string *why) {
+Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed, std::string *why,
+                        bool *probe_mpi) {
     Class &c = class_of(kind, bytes, eligible);
     c.calls++;
     if (changed) *changed = false;
+    if (probe_mpi) *probe_mpi = false;
     if (c.pinned) return c.choice;
     auto allowed = [&](const Option &o) {
         if (!o.engine) return true;
@@ -204,6 +206,11 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
         c.decided = true;
     }
     c.predicted = predict_in(&c, c.choice, kind, bytes);
+    // The MPI library's time is measured once, at set-up, and may have been
+    // taken under a load that is gone (or came): while the engine is
+    // chosen, every kProbeEvery-th call of the class measures it again, so
+    // that a wrong estimate cannot keep a slower engine chosen.
+    if (probe_mpi && c.choice.engine && c.calls % kProbeEvery == 0) *probe_mpi = true;
     // The runner-up, so that TERSE_STATS says why.
     c.next_predicted = -1;
     for (const Option &o : all_) {
@@ -233,6 +240,15 @@ void Selector::observe(CollKind kind, size_t bytes, uint32_t eligible, const Opt
     Class &c = class_of(kind, bytes, eligible);
     c.measured[i] = clamp_correction(blend(c.measured[i], sample, c.measured[i] < 0));
     correction_[i] = clamp_correction(blend(correction_[i], sample, false));
+}
+
+void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds) {
+    const double m = cost_pmpi(in_, kind, double(bytes));
+    if (!(m > 0) || !(seconds > 0)) return;
+    const double sample = clamp_correction(seconds / m);
+    Class &c = class_of(kind, bytes, eligible);
+    c.measured[0] = clamp_correction(blend(c.measured[0], sample, c.measured[0] < 0));
+    correction_[0] = clamp_correction(blend(correction_[0], sample, false));
 }
 
 void Selector::note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds) {

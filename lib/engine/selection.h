@@ -71,6 +71,7 @@ struct Option {
 class Selector {
 public:
     static constexpr double kSwitchMargin = 0.10;  // hysteresis: 10% predicted gain to switch
+    static constexpr uint64_t kProbeEvery = 8;      // engine chosen: every 8th call re-measures MPI
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
 
     Selector() = default;
@@ -85,8 +86,12 @@ public:
     // the class's choice (with hysteresis) and *changed tells whether it
     // moved (for TERSE_LOG=debug); *why, when given, gets a line naming the
     // options' predictions.
+    // probe_mpi (optional): set on the calls where, with the engine chosen,
+    // a blocking caller should run the MPI library instead and report its
+    // agreed time through observe_mpi(), so that the MPI library's estimate
+    // follows what it really takes (every kProbeEvery-th call of a class).
     Option choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed = nullptr,
-                  std::string *why = nullptr);
+                  std::string *why = nullptr, bool *probe_mpi = nullptr);
 
     // Predicted seconds of one option for this call: what this class
     // measured for it, else the model with the option's correction.
@@ -97,6 +102,9 @@ public:
 
     // A call's time on this rank's clock, for statistics only.
     void note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
+    // The MPI library's time for a probed call (choose()'s probe_mpi), MAX
+    // over ranks, so every rank updates the same estimate.
+    void observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
 
     // A size class whose choice is fixed (a tuning source): the model is
     // not asked for it.

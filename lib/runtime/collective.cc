@@ -75,7 +75,7 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a) {
     bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);
     std::string why;
-    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr);
+    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr, &c.probe_mpi);
     if (changed && debug)
         TERSE_LOG_DEBUG("planner: communicator %s, %s of %zu bytes: %s", st->describe().c_str(),
                         coll_kind_name(a.kind), c.bytes, why.c_str());
@@ -105,6 +105,18 @@ terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking) {
 void collective_passed_timed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds) {
     collective_passed(st);
     if (st->selector) st->selector->note_local_time(args.kind, c.bytes, c.eligible, seconds);
+}
+
+Status collective_probed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds) {
+    collective_passed_timed(st, args, c, seconds);
+    Status s = comm_state_ports(st);
+    if (s != TERSE_OK) return s;
+    ControlRequest r;
+    s = st->control->iallreduce(&seconds, &seconds, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &r);
+    if (s != TERSE_OK) return s;
+    st->control->wait(&r);
+    st->selector->observe_mpi(args.kind, c.bytes, c.eligible, seconds);
+    return TERSE_OK;
 }
 
 Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,

@@ -25,6 +25,7 @@ struct CollectiveChoice {
     size_t slot = 0;       // st->codecs index
     uint32_t eligible = 0; // bit i: codec slot i may run the call
     size_t bytes = 0;      // the call's size as engine_eligible counts it
+    bool probe_mpi = false; // engine chosen, but a blocking call runs MPI to re-measure it (Selector::choose)
     Option option;
 };
 
@@ -45,6 +46,18 @@ int collective_pass_timed(CommState *st, const CollArgs &args, const CollectiveC
     const double t0 = now_seconds();
     const int rc = pass();
     collective_passed_timed(st, args, c, now_seconds() - t0);
+    return rc;
+}
+
+// The planner's probe of the MPI library (choice.probe_mpi, blocking calls
+// only): pass() instead of the engine, its time agreed (MAX over ranks) and
+// given to the model.  Every rank probes the same calls.
+Status collective_probed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds);
+template <class Pass>
+int collective_probe_mpi(CommState *st, const CollArgs &args, const CollectiveChoice &c, Pass &&pass, Status *s) {
+    const double t0 = now_seconds();
+    const int rc = pass();
+    *s = collective_probed(st, args, c, now_seconds() - t0);
     return rc;
 }
 
