@@ -26,8 +26,7 @@ namespace {
                           [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm); });
 }
 
-inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                     MPI_Comm comm) {
+inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_allreduce(sendbuf, recvbuf, count, dt, op, &a, &bytes);
@@ -37,14 +36,13 @@ inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
 
 }  // namespace
 
-int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                       MPI_Comm comm) {
+int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     return allreduce(sendbuf, recvbuf, count, dt, op, comm);
 }
 
 }  // namespace terse
 
-extern "C" int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
-                             MPI_Op op, MPI_Comm comm) {
+extern "C" int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                             MPI_Comm comm) {
     return terse::allreduce(sendbuf, recvbuf, count, dt, op, comm);
 }

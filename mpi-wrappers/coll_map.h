@@ -105,8 +105,9 @@ inline bool map_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendt
     a->op = TERSE_OP_SUM;  // unused by allgather
     a->recvbuf = recvbuf;
     a->count = static_cast<size_t>(recvcount);
-    a->sendbuf = a->in_place ? static_cast<const uint8_t *>(recvbuf) + size_t(rank) * a->count * dtype_size(a->dtype)
-                             : sendbuf;
+    a->sendbuf = a->in_place
+                     ? static_cast<const uint8_t *>(recvbuf) + size_t(rank) * a->count * dtype_size(a->dtype)
+                     : sendbuf;
     *bytes = a->count * dtype_size(a->dtype);
     return true;
 }

@@ -24,8 +24,7 @@ extern "C" int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
 }
 
 extern "C" int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
-    if (ReentryGuard::active() || !runtime_active())
-        return PMPI_Comm_dup_with_info(comm, info, newcomm);
+    if (ReentryGuard::active() || !runtime_active()) return PMPI_Comm_dup_with_info(comm, info, newcomm);
     ReentryGuard guard;
     ConfigOverrides keys;
     Status s = comm_hints_read(info, &keys);

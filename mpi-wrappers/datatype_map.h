@@ -18,8 +18,8 @@ inline bool map_datatype(MPI_Datatype dt, terse_dtype_t *out) {
     } else if (dt == MPI_INT32_T || dt == MPI_INTEGER4 || (dt == MPI_INT && sizeof(int) == 4) ||
                (dt == MPI_INTEGER && sizeof(MPI_Fint) == 4)) {
         *out = TERSE_DTYPE_INT32;
-    } else if (dt == MPI_INT64_T || dt == MPI_INTEGER8 || dt == MPI_LONG_LONG ||
-               dt == MPI_LONG_LONG_INT || (dt == MPI_LONG && sizeof(long) == 8)) {
+    } else if (dt == MPI_INT64_T || dt == MPI_INTEGER8 || dt == MPI_LONG_LONG || dt == MPI_LONG_LONG_INT ||
+               (dt == MPI_LONG && sizeof(long) == 8)) {
         *out = TERSE_DTYPE_INT64;
     } else {
         return false;

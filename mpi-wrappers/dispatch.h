@@ -41,8 +41,7 @@ namespace terse {
 
 // The body of MPI_Allreduce (sendbuf may be MPI_IN_PLACE), for the Fortran
 // bindings.
-int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                       MPI_Comm comm);
+int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 
 // Report a terse failure on comm the MPI way: print the message, invoke the
 // communicator's error handler (fatal by default), return an MPI error code.

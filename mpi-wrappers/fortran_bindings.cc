@@ -22,12 +22,12 @@ extern int MPI_FORTRAN_IN_PLACE __attribute__((weak));
 namespace {
 
 bool is_fortran_in_place(const void *p) {
-    return p && (p == &mpi_fortran_in_place_ || p == &mpi_fortran_in_place ||
-                 p == &mpi_fortran_in_place__ || p == &MPI_FORTRAN_IN_PLACE);
+    return p && (p == &mpi_fortran_in_place_ || p == &mpi_fortran_in_place || p == &mpi_fortran_in_place__ ||
+                 p == &MPI_FORTRAN_IN_PLACE);
 }
 
-void f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
-                 MPI_Fint *comm, MPI_Fint *ierr) {
+void f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                 MPI_Fint *ierr) {
     MPI_Comm c = PMPI_Comm_f2c(*comm);
     MPI_Datatype dt = PMPI_Type_f2c(*datatype);
     MPI_Op o = PMPI_Op_f2c(*op);
@@ -56,7 +56,8 @@ void f_iallreduce(void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_F
 void f_ireduce_scatter_block(void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c, MPI_Fint *req,
                              MPI_Fint *ierr) {
     MPI_Request q = MPI_REQUEST_NULL;
-    *ierr = MPI_Ireduce_scatter_block(f_sendbuf(s), r, *n, PMPI_Type_f2c(*d), PMPI_Op_f2c(*o), PMPI_Comm_f2c(*c), &q);
+    *ierr = MPI_Ireduce_scatter_block(f_sendbuf(s), r, *n, PMPI_Type_f2c(*d), PMPI_Op_f2c(*o), PMPI_Comm_f2c(*c),
+                                      &q);
     *req = PMPI_Request_c2f(q);
 }
 
@@ -72,7 +73,8 @@ void f_ireduce_scatter(void *s, void *r, MPI_Fint *counts, MPI_Fint *d, MPI_Fint
 void f_iallgather(void *s, MPI_Fint *sn, MPI_Fint *sd, void *r, MPI_Fint *rn, MPI_Fint *rd, MPI_Fint *c,
                   MPI_Fint *req, MPI_Fint *ierr) {
     MPI_Request q = MPI_REQUEST_NULL;
-    *ierr = MPI_Iallgather(f_sendbuf(s), *sn, PMPI_Type_f2c(*sd), r, *rn, PMPI_Type_f2c(*rd), PMPI_Comm_f2c(*c), &q);
+    *ierr = MPI_Iallgather(f_sendbuf(s), *sn, PMPI_Type_f2c(*sd), r, *rn, PMPI_Type_f2c(*rd), PMPI_Comm_f2c(*c),
+                           &q);
     *req = PMPI_Request_c2f(q);
 }
 
@@ -199,10 +201,9 @@ void f_finalize(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
 
 }  // namespace
 
-#define TERSE_F_ALLREDUCE(name)                                                                  \
-    extern "C" void name(void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c,   \
-                         MPI_Fint *e) {                                                          \
-        f_allreduce(s, r, n, d, o, c, e);                                                        \
+#define TERSE_F_ALLREDUCE(name)                                                                               \
+    extern "C" void name(void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c, MPI_Fint *e) { \
+        f_allreduce(s, r, n, d, o, c, e);                                                                     \
     }
 TERSE_F_ALLREDUCE(mpi_allreduce_)
 TERSE_F_ALLREDUCE(mpi_allreduce__)
@@ -232,19 +233,20 @@ TERSE_F_FINALIZE(MPI_FINALIZE)
 
 // The non-blocking collectives and the completion calls, under every name
 // mangling compilers use.
-#define TERSE_F_BIND(name, NAME, params, args)                  \
+#define TERSE_F_BIND(name, NAME, params, args)               \
     extern "C" void mpi_##name##_ params { f_##name args; }  \
     extern "C" void mpi_##name##__ params { f_##name args; } \
     extern "C" void mpi_##name params { f_##name args; }     \
     extern "C" void MPI_##NAME params { f_##name args; }
-#define TERSE_F_SOME(name, NAME, CALL)                                                             \
+#define TERSE_F_SOME(name, NAME, CALL)                                                                     \
     extern "C" void mpi_##name##_(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }  \
     extern "C" void mpi_##name##__(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); } \
     extern "C" void mpi_##name(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }     \
     extern "C" void MPI_##NAME(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }
 using F = MPI_Fint;
 
-TERSE_F_BIND(iallreduce, IALLREDUCE, (void *s, void *r, F *n, F *d, F *o, F *c, F *q, F *e), (s, r, n, d, o, c, q, e))
+TERSE_F_BIND(iallreduce, IALLREDUCE, (void *s, void *r, F *n, F *d, F *o, F *c, F *q, F *e),
+             (s, r, n, d, o, c, q, e))
 TERSE_F_BIND(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK, (void *s, void *r, F *n, F *d, F *o, F *c, F *q, F *e),
              (s, r, n, d, o, c, q, e))
 TERSE_F_BIND(ireduce_scatter, IREDUCE_SCATTER, (void *s, void *r, F *n, F *d, F *o, F *c, F *q, F *e),
@@ -253,12 +255,12 @@ TERSE_F_BIND(iallgather, IALLGATHER, (void *s, F *sn, F *sd, void *r, F *rn, F *
              (s, sn, sd, r, rn, rd, c, q, e))
 TERSE_F_BIND(iallgatherv, IALLGATHERV, (void *s, F *sn, F *sd, void *r, F *rn, F *di, F *rd, F *c, F *q, F *e),
              (s, sn, sd, r, rn, di, rd, c, q, e))
-TERSE_F_BIND(wait, WAIT, (F *q, F *st, F *e), (q, st, e))
-TERSE_F_BIND(test, TEST, (F *q, F *fl, F *st, F *e), (q, fl, st, e))
-TERSE_F_BIND(waitall, WAITALL, (F *n, F *q, F *st, F *e), (n, q, st, e))
-TERSE_F_BIND(testall, TESTALL, (F *n, F *q, F *fl, F *st, F *e), (n, q, fl, st, e))
-TERSE_F_BIND(waitany, WAITANY, (F *n, F *q, F *i, F *st, F *e), (n, q, i, st, e))
-TERSE_F_BIND(testany, TESTANY, (F *n, F *q, F *i, F *fl, F *st, F *e), (n, q, i, fl, st, e))
-TERSE_F_BIND(request_free, REQUEST_FREE, (F *q, F *e), (q, e))
+TERSE_F_BIND(wait, WAIT, (F * q, F *st, F *e), (q, st, e))
+TERSE_F_BIND(test, TEST, (F * q, F *fl, F *st, F *e), (q, fl, st, e))
+TERSE_F_BIND(waitall, WAITALL, (F * n, F *q, F *st, F *e), (n, q, st, e))
+TERSE_F_BIND(testall, TESTALL, (F * n, F *q, F *fl, F *st, F *e), (n, q, fl, st, e))
+TERSE_F_BIND(waitany, WAITANY, (F * n, F *q, F *i, F *st, F *e), (n, q, i, st, e))
+TERSE_F_BIND(testany, TESTANY, (F * n, F *q, F *i, F *fl, F *st, F *e), (n, q, i, fl, st, e))
+TERSE_F_BIND(request_free, REQUEST_FREE, (F * q, F *e), (q, e))
 TERSE_F_SOME(waitsome, WAITSOME, MPI_Waitsome)
 TERSE_F_SOME(testsome, TESTSOME, MPI_Testsome)

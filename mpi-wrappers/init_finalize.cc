@@ -25,8 +25,8 @@ void start_runtime(int provided) {
     // how: stop with the reason rather than run without terse.
     int rank = -1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "terse[%d] error: %s\nterse[%d] error: aborting (%s); see terse(7)\n", rank,
-            last_error(), rank, terse_status_string(s));
+    fprintf(stderr, "terse[%d] error: %s\nterse[%d] error: aborting (%s); see terse(7)\n", rank, last_error(),
+            rank, terse_status_string(s));
     fflush(stderr);
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }

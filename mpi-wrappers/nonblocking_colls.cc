@@ -36,7 +36,8 @@ extern "C" int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int
     auto pass = [&] { return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, request); };
     CollArgs a;
     size_t bytes = 0;
-    const bool takes = map_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &a, &bytes, &thread_vcounts());
+    const bool takes = map_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &a, &bytes,
+                                          &thread_vcounts());
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Ireduce_scatter", request, pass);
@@ -49,7 +50,8 @@ extern "C" int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype s
     };
     CollArgs a;
     size_t bytes = 0;
-    const bool takes = map_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a, &bytes);
+    const bool takes = map_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a,
+                                     &bytes);
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Iallgather", request, pass);
@@ -59,12 +61,13 @@ extern "C" int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype 
                                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                                MPI_Request *request) {
     auto pass = [&] {
-        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                                request);
     };
     CollArgs a;
     size_t bytes = 0;
-    const bool takes = map_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &a,
-                                      &bytes, &thread_vcounts());
+    const bool takes = map_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                                      &a, &bytes, &thread_vcounts());
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Iallgatherv", request, pass);

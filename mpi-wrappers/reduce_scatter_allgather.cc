@@ -8,8 +8,8 @@
 
 using namespace terse;
 
-extern "C" int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                                        MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+extern "C" int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt,
+                                        MPI_Op op, MPI_Comm comm) {
     auto pass = [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm); };
     CollArgs a;
     size_t bytes = 0;
@@ -24,20 +24,20 @@ extern "C" int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int 
     auto pass = [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm); };
     CollArgs a;
     size_t bytes = 0;
-    const bool takes = map_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &a, &bytes, &thread_vcounts());
+    const bool takes = map_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &a, &bytes,
+                                          &thread_vcounts());
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
     return run_collective(comm, a, bytes, "MPI_Reduce_scatter", pass);
 }
 
-extern "C" int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-    auto pass = [&] {
-        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    };
+extern "C" int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    auto pass = [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); };
     CollArgs a;
     size_t bytes = 0;
-    const bool takes = map_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a, &bytes);
+    const bool takes = map_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a,
+                                     &bytes);
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
     return run_collective(comm, a, bytes, "MPI_Allgather", pass);
@@ -50,8 +50,8 @@ extern "C" int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype s
     };
     CollArgs a;
     size_t bytes = 0;
-    const bool takes = map_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &a,
-                                      &bytes, &thread_vcounts());
+    const bool takes = map_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                                      &a, &bytes, &thread_vcounts());
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
     return run_collective(comm, a, bytes, "MPI_Allgatherv", pass);

@@ -334,7 +334,8 @@ void bench_zstd(benchmark::State &st, const DataSet *data, bool decode) {
         for (size_t c = 0; c < nc; c++) {
             const size_t cnt = std::min(chunk, n - c * chunk);
             out[c].resize(ZSTD_compressBound(cnt * 4));
-            len[c] = ZSTD_compressCCtx(cctx, out[c].data(), out[c].size(), data->x.data() + c * chunk, cnt * 4, 1);
+            len[c] = ZSTD_compressCCtx(cctx, out[c].data(), out[c].size(), data->x.data() + c * chunk, cnt * 4,
+                                       1);
             bytes += double(len[c]);
         }
         return bytes;

@@ -47,14 +47,14 @@ enum out_format { OUT_TABLE, OUT_CSV };
 
 typedef struct options {
     size_t min_bytes, max_bytes;
-    int iterations, warmup;      /* -1: OSU's defaults by size */
+    int iterations, warmup; /* -1: OSU's defaults by size */
     int full;
     int use_double;
     enum data_kind kind;
     const char *file;
     int check;
-    double tolerance;            /* < 0: lossless default */
-    double time_limit;           /* seconds per size, 0 = none */
+    double tolerance;  /* < 0: lossless default */
+    double time_limit; /* seconds per size, 0 = none */
     enum out_format format;
     uint64_t seed;
 } options_t;
@@ -73,26 +73,25 @@ static void die(const char *fmt, const char *arg) {
 
 static void usage(void) {
     if (world_rank != 0) return;
-    printf(
-        "Usage: terse-osu-allreduce [options]\n"
-        "  -m MIN:MAX   message sizes in bytes, powers of two from MIN to MAX\n"
-        "               (suffixes K, M, G accepted; \"-m MAX\" alone sets the maximum)\n"
-        "  -i N         timed iterations per size (default 1000, 100 above 8 KiB)\n"
-        "  -x N         warmup iterations per size (default 200, 10 above 8 KiB)\n"
-        "  -f           full table: Min/Max latency and Iterations columns\n"
-        "  -d TYPE      float (default) or double\n"
-        "  -t KIND      data: laplace (default; heavy-tailed gradient-like), gauss,\n"
-        "               smooth (sum of sinusoids), file:PATH (raw little-endian float32,\n"
-        "               tiled; each rank starts at a different offset)\n"
-        "  -s SEED      base random seed (default 12345; every rank derives its own)\n"
-        "  -c           check: every rank holds identical bits and MaxRelErr <= tolerance;\n"
-        "               exit status 1 when a size fails\n"
-        "  -e TOL       tolerance for -c (default: float rounding of a lossless sum)\n"
-        "  -L SECONDS   at most about SECONDS of timed iterations per size (default none)\n"
-        "  -o FORMAT    table (default) or csv; also OSU_BENCH_FORMAT=csv\n"
-        "  -h           this help\n"
-        "Latency is the time of one MPI_Allreduce averaged over iterations; Avg/Min/Max\n"
-        "are over ranks.  BusBW = size/avg * 2(n-1)/n (nccl-tests).  WireRatio needs terse.\n");
+    printf("Usage: terse-osu-allreduce [options]\n"
+           "  -m MIN:MAX   message sizes in bytes, powers of two from MIN to MAX\n"
+           "               (suffixes K, M, G accepted; \"-m MAX\" alone sets the maximum)\n"
+           "  -i N         timed iterations per size (default 1000, 100 above 8 KiB)\n"
+           "  -x N         warmup iterations per size (default 200, 10 above 8 KiB)\n"
+           "  -f           full table: Min/Max latency and Iterations columns\n"
+           "  -d TYPE      float (default) or double\n"
+           "  -t KIND      data: laplace (default; heavy-tailed gradient-like), gauss,\n"
+           "               smooth (sum of sinusoids), file:PATH (raw little-endian float32,\n"
+           "               tiled; each rank starts at a different offset)\n"
+           "  -s SEED      base random seed (default 12345; every rank derives its own)\n"
+           "  -c           check: every rank holds identical bits and MaxRelErr <= tolerance;\n"
+           "               exit status 1 when a size fails\n"
+           "  -e TOL       tolerance for -c (default: float rounding of a lossless sum)\n"
+           "  -L SECONDS   at most about SECONDS of timed iterations per size (default none)\n"
+           "  -o FORMAT    table (default) or csv; also OSU_BENCH_FORMAT=csv\n"
+           "  -h           this help\n"
+           "Latency is the time of one MPI_Allreduce averaged over iterations; Avg/Min/Max\n"
+           "are over ranks.  BusBW = size/avg * 2(n-1)/n (nccl-tests).  WireRatio needs terse.\n");
 }
 
 /* "64M" -> 67108864.  Returns 0 on a malformed value. */
@@ -105,7 +104,7 @@ static int parse_size(const char *s, size_t *out) {
     if (*end == 'k' || *end == 'K') mul = 1ULL << 10, end++;
     else if (*end == 'm' || *end == 'M') mul = 1ULL << 20, end++;
     else if (*end == 'g' || *end == 'G') mul = 1ULL << 30, end++;
-    if (*end == 'i' || *end == 'I') end++;  /* "KiB" style */
+    if (*end == 'i' || *end == 'I') end++; /* "KiB" style */
     if (*end == 'b' || *end == 'B') end++;
     if (*end != '\0') return 0;
     *out = (size_t)(v * mul);
@@ -178,13 +177,15 @@ static void parse_options(int argc, char **argv, options_t *o) {
         case 'e': {
             char *end;
             o->tolerance = strtod(optarg, &end);
-            if (end == optarg || *end || !(o->tolerance >= 0)) die("-e: expected a tolerance >= 0, got \"%s\"", optarg);
+            if (end == optarg || *end || !(o->tolerance >= 0))
+                die("-e: expected a tolerance >= 0, got \"%s\"", optarg);
             break;
         }
         case 'L': {
             char *end;
             o->time_limit = strtod(optarg, &end);
-            if (end == optarg || *end || !(o->time_limit > 0)) die("-L: expected seconds > 0, got \"%s\"", optarg);
+            if (end == optarg || *end || !(o->time_limit > 0))
+                die("-L: expected seconds > 0, got \"%s\"", optarg);
             break;
         }
         case 'o':
@@ -192,7 +193,10 @@ static void parse_options(int argc, char **argv, options_t *o) {
             else if (strcmp(optarg, "csv") == 0) o->format = OUT_CSV;
             else die("-o: expected table or csv, got \"%s\"", optarg);
             break;
-        case 'h': usage(); MPI_Finalize(); exit(EXIT_SUCCESS);
+        case 'h':
+            usage();
+            MPI_Finalize();
+            exit(EXIT_SUCCESS);
         default: {
             char opt[3] = {'-', (char)optopt, 0};
             usage();
@@ -208,7 +212,9 @@ static void parse_options(int argc, char **argv, options_t *o) {
 
 /* splitmix64 seeds xoshiro256**: a fast generator with a fixed, portable
  * sequence, so every run sees the same data. */
-typedef struct rng { uint64_t s[4]; } rng_t;
+typedef struct rng {
+    uint64_t s[4];
+} rng_t;
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -221,7 +227,12 @@ static void rng_seed(rng_t *r, uint64_t seed) {
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 static inline uint64_t rng_next(rng_t *r) {
     uint64_t *s = r->s, result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl(s[3], 45);
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
     return result;
 }
 /* Uniform in (0, 1), never 0 so logs are finite. */
@@ -238,7 +249,7 @@ static double rng_gauss(rng_t *r) {
 static void fill_laplace(double *x, size_t n, rng_t *r) {
     double b = 1e-3;
     for (size_t i = 0; i < n; i++) {
-        if (i % LAYER_ELEMS == 0) b = pow(10.0, -4.0 + 2.0 * rng_unit(r));  /* 1e-4 .. 1e-2 */
+        if (i % LAYER_ELEMS == 0) b = pow(10.0, -4.0 + 2.0 * rng_unit(r)); /* 1e-4 .. 1e-2 */
         double u = rng_unit(r) - 0.5;
         x[i] = (u < 0 ? 1 : -1) * b * log(1.0 - 2.0 * fabs(u));
     }
@@ -274,9 +285,15 @@ static void fill_file(double *x, size_t n, const char *path) {
     long bytes = ftell(f);
     fseek(f, 0, SEEK_SET);
     size_t m = bytes > 0 ? (size_t)bytes / sizeof(float) : 0;
-    if (m == 0) { fclose(f); die("-t file: \"%s\" holds no float32 values", path); }
+    if (m == 0) {
+        fclose(f);
+        die("-t file: \"%s\" holds no float32 values", path);
+    }
     float *buf = malloc(m * sizeof(float));
-    if (!buf || fread(buf, sizeof(float), m, f) != m) { fclose(f); die("-t file: cannot read \"%s\"", path); }
+    if (!buf || fread(buf, sizeof(float), m, f) != m) {
+        fclose(f);
+        die("-t file: cannot read \"%s\"", path);
+    }
     fclose(f);
     size_t start = (size_t)((double)m * world_rank / world_size);
     for (size_t i = 0; i < n; i++) x[i] = buf[(start + i) % m];
@@ -464,13 +481,14 @@ static void print_header(const options_t *o, double tol, int have_terse) {
 }
 
 static void print_row(const options_t *o, size_t bytes, const result_t *r, int pass) {
-    double busbw = r->avg_us > 0 ? (double)bytes / (r->avg_us * 1e-6) / 1e9 * 2.0 * (world_size - 1) / world_size : 0;
+    double busbw = r->avg_us > 0 ? (double)bytes / (r->avg_us * 1e-6) / 1e9 * 2.0 * (world_size - 1) / world_size
+                                 : 0;
     char ratio[32];
     if (r->have_ratio) snprintf(ratio, sizeof ratio, "%.2f", r->ratio);
     else snprintf(ratio, sizeof ratio, o->format == OUT_CSV ? "" : "-");
     if (o->format == OUT_CSV) {
-        printf("%zu,%.2f,%.2f,%.2f,%d,%.4f,%s,%.3e,%.3e,%d", bytes, r->avg_us, r->min_us, r->max_us, r->iterations,
-               busbw, ratio, r->max_abs, r->max_rel, r->identical);
+        printf("%zu,%.2f,%.2f,%.2f,%d,%.4f,%s,%.3e,%.3e,%d", bytes, r->avg_us, r->min_us, r->max_us,
+               r->iterations, busbw, ratio, r->max_abs, r->max_rel, r->identical);
         if (o->check) printf(",%s", pass ? "pass" : "fail");
     } else {
         printf("%-12zu%18.2f", bytes, r->avg_us);
@@ -491,7 +509,8 @@ int main(int argc, char **argv) {
     parse_options(argc, argv, &o);
     size_t elem = o.use_double ? sizeof(double) : sizeof(float);
     size_t min_bytes = o.min_bytes < elem ? elem : o.min_bytes;
-    if (o.max_bytes < elem) die("-m: MAX must be at least one element (%s)", o.use_double ? "8 bytes" : "4 bytes");
+    if (o.max_bytes < elem)
+        die("-m: MAX must be at least one element (%s)", o.use_double ? "8 bytes" : "4 bytes");
     if (o.max_bytes / elem > (size_t)INT32_MAX) die("-m: MAX exceeds INT_MAX elements%s", "");
 
     /* A float sum over n ranks in any order is off by at most about

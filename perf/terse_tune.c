@@ -64,15 +64,14 @@ static int cmp_double(const void *a, const void *b) {
 
 static void usage(void) {
     if (rank_ == 0)
-        fprintf(stderr,
-                "usage: terse-tune -o FILE [-m MIN:MAX] [-r REPEATS] [-i ITERS] [-s SCHEDULES]\n"
-                "  -o FILE       tuning file to write (rank 0)\n"
-                "  -m MIN:MAX    message sizes in bytes, powers of 4 (default 64K:4M)\n"
-                "  -r N          interleaved repeats, the median counts (default 5)\n"
-                "  -i N          calls timed per candidate and repeat (default 10)\n"
-                "  -s LIST       schedules to consider, comma-separated among mpi, ring,\n"
-                "                recursive_doubling (default all)\n"
-                "The codec measured is the communicator's (TERSE_CODEC); float data.\n");
+        fprintf(stderr, "usage: terse-tune -o FILE [-m MIN:MAX] [-r REPEATS] [-i ITERS] [-s SCHEDULES]\n"
+                        "  -o FILE       tuning file to write (rank 0)\n"
+                        "  -m MIN:MAX    message sizes in bytes, powers of 4 (default 64K:4M)\n"
+                        "  -r N          interleaved repeats, the median counts (default 5)\n"
+                        "  -i N          calls timed per candidate and repeat (default 10)\n"
+                        "  -s LIST       schedules to consider, comma-separated among mpi, ring,\n"
+                        "                recursive_doubling (default all)\n"
+                        "The codec measured is the communicator's (TERSE_CODEC); float data.\n");
 }
 
 int main(int argc, char **argv) {
@@ -118,19 +117,19 @@ int main(int argc, char **argv) {
     const char *p = strstr(cfg, "codec=");
     if (p) sscanf(p + 6, "%511s", codec);
     const int lossy = strcmp(codec, "none") != 0;
-    configure(c, "tune_file", "");  /* measure the candidates, not an older file */
+    configure(c, "tune_file", ""); /* measure the candidates, not an older file */
     configure(c, "min_bytes", "0");
     /* Time each candidate as set, not the model planner's choice among the
      * MPI library and the schedules (a file entry overrides the model). */
     configure(c, "planner", "fixed");
 
-    Candidate all[] = {{"mpi", 0, 0},          {"ring", 0, 256 << 10},       {"ring", 0, 1 << 20},
-                       {"ring", 1, 256 << 10}, {"ring", 1, 1 << 20},         {"recursive_doubling", 0, 0},
-                       {"recursive_doubling", 1, 0}};
+    Candidate all[] = {
+        {"mpi", 0, 0},        {"ring", 0, 256 << 10},       {"ring", 0, 1 << 20},        {"ring", 1, 256 << 10},
+        {"ring", 1, 1 << 20}, {"recursive_doubling", 0, 0}, {"recursive_doubling", 1, 0}};
     Candidate cands[MAX_CANDS];
     int ncand = 0;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k) {
-        if (all[k].lossless && !lossy) continue;  /* the same as the configured codec */
+        if (all[k].lossless && !lossy) continue; /* the same as the configured codec */
         char list[256];
         snprintf(list, sizeof list, ",%s,", schedules);
         char want[64];

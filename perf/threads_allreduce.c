@@ -47,8 +47,10 @@ static void *run(void *arg) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: threads-allreduce [-t THREADS (1..%d)] [-n ITERS] [-w WARMUP] [-c COUNT] "
-                    "[-d float|double|int]\n", MAX_THREADS);
+    fprintf(stderr,
+            "usage: threads-allreduce [-t THREADS (1..%d)] [-n ITERS] [-w WARMUP] [-c COUNT] "
+            "[-d float|double|int]\n",
+            MAX_THREADS);
 }
 
 int main(int argc, char **argv) {
@@ -67,7 +69,10 @@ int main(int argc, char **argv) {
             if (strcmp(optarg, "float") == 0) type = MPI_FLOAT;
             else if (strcmp(optarg, "double") == 0) type = MPI_DOUBLE;
             else if (strcmp(optarg, "int") == 0) type = MPI_INT;
-            else { usage(); return 2; }
+            else {
+                usage();
+                return 2;
+            }
             break;
         default: usage(); return 2;
         }

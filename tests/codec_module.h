@@ -66,8 +66,7 @@ private:
 };
 
 // Parse "k=v,k=v" with the plugin.  Returns the status; message in *err.
-inline int parse(const terse_codec_descriptor_t *d, const std::string &spec, void **params,
-                 std::string *err) {
+inline int parse(const terse_codec_descriptor_t *d, const std::string &spec, void **params, std::string *err) {
     std::vector<std::string> keys, values;
     std::stringstream ss(spec);
     std::string item;
@@ -88,8 +87,8 @@ inline int parse(const terse_codec_descriptor_t *d, const std::string &spec, voi
 // A parsed, created codec instance.
 class Codec {
 public:
-    Codec(const terse_codec_descriptor_t *d, const std::string &spec, terse_dtype_t dtype,
-          size_t max_count, int nranks = 1)
+    Codec(const terse_codec_descriptor_t *d, const std::string &spec, terse_dtype_t dtype, size_t max_count,
+          int nranks = 1)
         : d_(d) {
         rc_ = parse(d, spec, &params_, &error_);
         if (rc_ != TERSE_CODEC_OK) return;

@@ -26,7 +26,7 @@ struct Rng {
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
         return z ^ (z >> 31);
     }
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }  // [0, 1)
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }               // [0, 1)
     double open_uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1p-53; }  // (0, 1)
     double normal() {
         const double u1 = open_uniform(), u2 = uniform();
@@ -65,8 +65,9 @@ inline const char *shape_name(Shape s) {
     return "?";
 }
 
-constexpr Shape kAllShapes[] = {Shape::Gaussian, Shape::Laplace, Shape::StudentT, Shape::Smooth, Shape::Constant,
-                                Shape::Zero, Shape::Tiny, Shape::Huge, Shape::Denormal, Shape::Mixed};
+constexpr Shape kAllShapes[] = {Shape::Gaussian, Shape::Laplace, Shape::StudentT, Shape::Smooth,
+                                Shape::Constant, Shape::Zero,    Shape::Tiny,     Shape::Huge,
+                                Shape::Denormal, Shape::Mixed};
 
 // n values of the shape as doubles; `rank` varies the data like different ranks would.
 inline std::vector<double> make_shape(Shape s, size_t n, uint64_t seed, int rank = 0) {
@@ -78,9 +79,7 @@ inline std::vector<double> make_shape(Shape s, size_t n, uint64_t seed, int rank
         case Shape::Gaussian: v[i] = 0.01 * r.normal(); break;
         case Shape::Laplace: v[i] = r.laplace(1e-3); break;
         case Shape::StudentT: v[i] = 1e-3 * r.student_t(3); break;
-        case Shape::Smooth:
-            v[i] = 3.0 * std::sin(t * 0.001 + rank) + 0.5 * std::cos(t * 0.037) + 20.0;
-            break;
+        case Shape::Smooth: v[i] = 3.0 * std::sin(t * 0.001 + rank) + 0.5 * std::cos(t * 0.037) + 20.0; break;
         case Shape::Constant: v[i] = 1.25 + rank; break;
         case Shape::Zero: v[i] = 0.0; break;
         case Shape::Tiny: v[i] = 1e-38 * r.normal(); break;
@@ -116,6 +115,7 @@ inline std::vector<float> load_field(const std::string &file) {
     return v;
 }
 
-constexpr const char *kFields[] = {"ecg_108000_f32.raw", "ascent_512x512_f32.raw", "sz3_testfloat_8x8x128_f32.raw"};
+constexpr const char *kFields[] = {"ecg_108000_f32.raw", "ascent_512x512_f32.raw",
+                                   "sz3_testfloat_8x8x128_f32.raw"};
 
 }  // namespace codec_test

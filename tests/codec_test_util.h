@@ -36,17 +36,37 @@ struct Buf {
     double get(size_t i) const {
         const uint8_t *p = static_cast<const uint8_t *>(data()) + i * terse_codec::dtype_bytes(dt);
         switch (dt) {
-        case TERSE_DTYPE_FLOAT32: { float f; std::memcpy(&f, p, 4); return f; }
-        case TERSE_DTYPE_FLOAT64: { double d; std::memcpy(&d, p, 8); return d; }
-        case TERSE_DTYPE_FLOAT16: { uint16_t h; std::memcpy(&h, p, 2); return terse_codec::f16_to_f32(h); }
-        case TERSE_DTYPE_BFLOAT16: { uint16_t h; std::memcpy(&h, p, 2); return terse_codec::bf16_to_f32(h); }
+        case TERSE_DTYPE_FLOAT32: {
+            float f;
+            std::memcpy(&f, p, 4);
+            return f;
+        }
+        case TERSE_DTYPE_FLOAT64: {
+            double d;
+            std::memcpy(&d, p, 8);
+            return d;
+        }
+        case TERSE_DTYPE_FLOAT16: {
+            uint16_t h;
+            std::memcpy(&h, p, 2);
+            return terse_codec::f16_to_f32(h);
+        }
+        case TERSE_DTYPE_BFLOAT16: {
+            uint16_t h;
+            std::memcpy(&h, p, 2);
+            return terse_codec::bf16_to_f32(h);
+        }
         default: return NAN;
         }
     }
     void set(size_t i, double v) {
         uint8_t *p = static_cast<uint8_t *>(data()) + i * terse_codec::dtype_bytes(dt);
         switch (dt) {
-        case TERSE_DTYPE_FLOAT32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+        case TERSE_DTYPE_FLOAT32: {
+            const float f = static_cast<float>(v);
+            std::memcpy(p, &f, 4);
+            break;
+        }
         case TERSE_DTYPE_FLOAT64: std::memcpy(p, &v, 8); break;
         case TERSE_DTYPE_FLOAT16: {
             const uint16_t h = terse_codec::f32_to_f16(static_cast<float>(v));

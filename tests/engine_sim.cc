@@ -57,7 +57,8 @@ void store_elem(terse_dtype_t dt, void *dst, size_t i, double v, bool accumulate
 // ---------------------------------------------------------------- identity
 
 size_t id_max(void *i, size_t n) { return n * static_cast<Inst *>(i)->esize; }
-int id_encode(void *i, const void *src, size_t n, void *dst, size_t cap, size_t *len, const terse_codec_call_t *) {
+int id_encode(void *i, const void *src, size_t n, void *dst, size_t cap, size_t *len,
+              const terse_codec_call_t *) {
     size_t b = n * static_cast<Inst *>(i)->esize;
     if (b > cap) return TERSE_CODEC_ERR_NOSPACE;
     std::memcpy(dst, src, b);
@@ -74,17 +75,36 @@ int id_decode(void *i, const void *src, size_t len, void *dst, size_t n, int acc
 }
 
 const terse_codec_descriptor_t kIdentity = {
-    TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "none", "identity", "",
-    TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64) | TERSE_DTYPE_BIT(TERSE_DTYPE_INT32) |
-        TERSE_DTYPE_BIT(TERSE_DTYPE_INT64) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT16) | TERSE_DTYPE_BIT(TERSE_DTYPE_BFLOAT16),
-    TERSE_MEM_HOST, TERSE_CODEC_FLAG_LOSSLESS | TERSE_CODEC_FLAG_IDENTITY, TERSE_REDUCE_RECOMPRESS,
-    parse_none, free_none, params_none, create_any, destroy_any, id_max, nullptr, nullptr,
-    id_encode, id_decode, nullptr, nullptr, {}};
+    TERSE_CODEC_ABI_VERSION,
+    sizeof(terse_codec_descriptor_t),
+    "none",
+    "identity",
+    "",
+    TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64) |
+        TERSE_DTYPE_BIT(TERSE_DTYPE_INT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_INT64) |
+        TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT16) | TERSE_DTYPE_BIT(TERSE_DTYPE_BFLOAT16),
+    TERSE_MEM_HOST,
+    TERSE_CODEC_FLAG_LOSSLESS | TERSE_CODEC_FLAG_IDENTITY,
+    TERSE_REDUCE_RECOMPRESS,
+    parse_none,
+    free_none,
+    params_none,
+    create_any,
+    destroy_any,
+    id_max,
+    nullptr,
+    nullptr,
+    id_encode,
+    id_decode,
+    nullptr,
+    nullptr,
+    {}};
 
 // ---------------------------------------------------------------- trunc (recompress)
 
 size_t tr_max(void *i, size_t n) { return n * (static_cast<Inst *>(i)->esize / 2); }
-int tr_encode(void *i, const void *src, size_t n, void *dst, size_t cap, size_t *len, const terse_codec_call_t *) {
+int tr_encode(void *i, const void *src, size_t n, void *dst, size_t cap, size_t *len,
+              const terse_codec_call_t *) {
     auto *in = static_cast<Inst *>(i);
     if (!all_finite(in->dtype, src, n)) return TERSE_CODEC_RAW;
     if (n * in->esize / 2 > cap) return TERSE_CODEC_ERR_NOSPACE;
@@ -112,10 +132,28 @@ int tr_decode(void *i, const void *src, size_t len, void *dst, size_t n, int acc
 }
 
 const terse_codec_descriptor_t kTrunc = {
-    TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "trunc", "float to bfloat16", "",
-    TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64), TERSE_MEM_HOST, 0,
-    TERSE_REDUCE_RECOMPRESS, parse_none, free_none, params_none, create_any, destroy_any, tr_max, nullptr, nullptr,
-    tr_encode, tr_decode, nullptr, nullptr, {}};
+    TERSE_CODEC_ABI_VERSION,
+    sizeof(terse_codec_descriptor_t),
+    "trunc",
+    "float to bfloat16",
+    "",
+    TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64),
+    TERSE_MEM_HOST,
+    0,
+    TERSE_REDUCE_RECOMPRESS,
+    parse_none,
+    free_none,
+    params_none,
+    create_any,
+    destroy_any,
+    tr_max,
+    nullptr,
+    nullptr,
+    tr_encode,
+    tr_decode,
+    nullptr,
+    nullptr,
+    {}};
 
 // ---------------------------------------------------------------- fixq (summable)
 
@@ -137,7 +175,8 @@ int fq_stats(void *i, const void *src, size_t n, double *out, const terse_codec_
     out[0] = m;
     return TERSE_CODEC_OK;
 }
-int fq_encode(void *i, const void *src, size_t n, void *dst, size_t cap, size_t *len, const terse_codec_call_t *call) {
+int fq_encode(void *i, const void *src, size_t n, void *dst, size_t cap, size_t *len,
+              const terse_codec_call_t *call) {
     auto *in = static_cast<Inst *>(i);
     if (!call || !call->agreed_stats) return TERSE_CODEC_ERR_PARAM;
     if (!all_finite(in->dtype, src, n)) return TERSE_CODEC_RAW;
@@ -169,10 +208,28 @@ int fq_combine(void *, const void *a, size_t al, int, const void *b, size_t bl, 
 }
 
 const terse_codec_descriptor_t kFixq = {
-    TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "fixq", "fixed point", "",
-    TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64), TERSE_MEM_HOST,
-    TERSE_CODEC_FLAG_ERROR_BOUND, TERSE_REDUCE_SUMMABLE, parse_none, free_none, params_none, create_any,
-    destroy_any, fq_max, fq_stats_count, fq_stats, fq_encode, fq_decode, fq_combine, nullptr, {}};
+    TERSE_CODEC_ABI_VERSION,
+    sizeof(terse_codec_descriptor_t),
+    "fixq",
+    "fixed point",
+    "",
+    TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64),
+    TERSE_MEM_HOST,
+    TERSE_CODEC_FLAG_ERROR_BOUND,
+    TERSE_REDUCE_SUMMABLE,
+    parse_none,
+    free_none,
+    params_none,
+    create_any,
+    destroy_any,
+    fq_max,
+    fq_stats_count,
+    fq_stats,
+    fq_encode,
+    fq_decode,
+    fq_combine,
+    nullptr,
+    {}};
 
 // ---------------------------------------------------------------- sparse (gather)
 
@@ -221,10 +278,28 @@ int sp_decode(void *, const void *src, size_t len, void *dst, size_t n, int acc,
     return TERSE_CODEC_OK;
 }
 
-const terse_codec_descriptor_t kSparse = {
-    TERSE_CODEC_ABI_VERSION, sizeof(terse_codec_descriptor_t), "sparse", "top quarter", "",
-    TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32), TERSE_MEM_HOST, 0, TERSE_REDUCE_GATHER, parse_none, free_none,
-    params_none, create_any, destroy_any, sp_max, nullptr, nullptr, sp_encode, sp_decode, nullptr, nullptr, {}};
+const terse_codec_descriptor_t kSparse = {TERSE_CODEC_ABI_VERSION,
+                                          sizeof(terse_codec_descriptor_t),
+                                          "sparse",
+                                          "top quarter",
+                                          "",
+                                          TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32),
+                                          TERSE_MEM_HOST,
+                                          0,
+                                          TERSE_REDUCE_GATHER,
+                                          parse_none,
+                                          free_none,
+                                          params_none,
+                                          create_any,
+                                          destroy_any,
+                                          sp_max,
+                                          nullptr,
+                                          nullptr,
+                                          sp_encode,
+                                          sp_decode,
+                                          nullptr,
+                                          nullptr,
+                                          {}};
 
 uint32_t name_id(const char *s) {
     uint32_t h = 2166136261u;
@@ -264,7 +339,8 @@ World::World(const terse_codec_descriptor_t *codec, int n, terse_dtype_t dtype, 
 
 World::~World() = default;
 
-std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::vector<uint8_t>> &inputs, bool *hung) {
+std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::vector<uint8_t>> &inputs,
+                                   bool *hung) {
     const int n = n_;
     const size_t es = dtype_size(spec.dtype);
     Fabric fabric(n, spec.eager);
@@ -400,12 +476,32 @@ std::vector<std::vector<uint8_t>> make_inputs(terse_dtype_t dt, size_t elems, in
             double v = u(g) * (r + 1);
             uint8_t *p = in[r].data() + i * es;
             switch (dt) {
-            case TERSE_DTYPE_FLOAT32: { float f = float(v); std::memcpy(p, &f, 4); break; }
+            case TERSE_DTYPE_FLOAT32: {
+                float f = float(v);
+                std::memcpy(p, &f, 4);
+                break;
+            }
             case TERSE_DTYPE_FLOAT64: std::memcpy(p, &v, 8); break;
-            case TERSE_DTYPE_INT32: { int32_t x = int32_t(g() % 2001) - 1000; std::memcpy(p, &x, 4); break; }
-            case TERSE_DTYPE_INT64: { int64_t x = (int64_t(g()) << 20) - (int64_t(1) << 40); std::memcpy(p, &x, 8); break; }
-            case TERSE_DTYPE_FLOAT16: { uint16_t h = float_to_half(float(v)); std::memcpy(p, &h, 2); break; }
-            case TERSE_DTYPE_BFLOAT16: { uint16_t h = float_to_bf16(float(v)); std::memcpy(p, &h, 2); break; }
+            case TERSE_DTYPE_INT32: {
+                int32_t x = int32_t(g() % 2001) - 1000;
+                std::memcpy(p, &x, 4);
+                break;
+            }
+            case TERSE_DTYPE_INT64: {
+                int64_t x = (int64_t(g()) << 20) - (int64_t(1) << 40);
+                std::memcpy(p, &x, 8);
+                break;
+            }
+            case TERSE_DTYPE_FLOAT16: {
+                uint16_t h = float_to_half(float(v));
+                std::memcpy(p, &h, 2);
+                break;
+            }
+            case TERSE_DTYPE_BFLOAT16: {
+                uint16_t h = float_to_bf16(float(v));
+                std::memcpy(p, &h, 2);
+                break;
+            }
             default: break;
             }
         }

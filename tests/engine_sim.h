@@ -244,10 +244,8 @@ private:
             std::vector<uint8_t> acc = c.contrib[0];
             for (int q = 1; q < n_; ++q) reduce_inplace(dt, op, acc.data(), c.contrib[q].data(), total);
             for (int q = 0; q < n_; ++q) {
-                if (kind == Kind::Allreduce)
-                    std::memcpy(c.outs[q], acc.data(), bytes);
-                else
-                    std::memcpy(c.outs[q], acc.data() + displs[q] * es, counts[q] * es);
+                if (kind == Kind::Allreduce) std::memcpy(c.outs[q], acc.data(), bytes);
+                else std::memcpy(c.outs[q], acc.data() + displs[q] * es, counts[q] * es);
             }
         }
         c.complete = true;
@@ -292,11 +290,11 @@ private:
 
 // ---------------------------------------------------------------- codecs
 
-const terse_codec_descriptor_t *identity_codec();   // "none": lossless, payload = elements
-const terse_codec_descriptor_t *trunc_codec();      // recompress: float -> bfloat16 (f32) / float32 (f64)
-const terse_codec_descriptor_t *fixq_codec();       // summable: int32 fixed point, scale from max|x|
-const terse_codec_descriptor_t *sparse_codec();     // gather: keeps the largest quarter of |x|
-const terse_codec_descriptor_t *failing_codec();    // recompress; decode fails when told to
+const terse_codec_descriptor_t *identity_codec();  // "none": lossless, payload = elements
+const terse_codec_descriptor_t *trunc_codec();     // recompress: float -> bfloat16 (f32) / float32 (f64)
+const terse_codec_descriptor_t *fixq_codec();      // summable: int32 fixed point, scale from max|x|
+const terse_codec_descriptor_t *sparse_codec();    // gather: keeps the largest quarter of |x|
+const terse_codec_descriptor_t *failing_codec();   // recompress; decode fails when told to
 
 // failing_codec: decode of a frame encoded by this rank fails (set per rank instance)
 extern int g_failing_rank_decode;
@@ -337,8 +335,7 @@ public:
     World(const terse_codec_descriptor_t *codec, int n, terse_dtype_t dtype, size_t max_chunk);
     ~World();
     // inputs[rank] = the input of each rank (count * (kind == RS ? n : 1) elements)
-    std::vector<RankResult> run(const RunSpec &spec, const std::vector<std::vector<uint8_t>> &inputs,
-                                bool *hung);
+    std::vector<RankResult> run(const RunSpec &spec, const std::vector<std::vector<uint8_t>> &inputs, bool *hung);
 
 private:
     CodecPlugin plugin_;

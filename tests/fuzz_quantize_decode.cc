@@ -41,8 +41,8 @@ void exercise(tq::Instance *inst, const uint8_t *pay, size_t len, size_t count, 
     if (!valid.empty()) {
         std::vector<uint8_t> o(tq::max_encoded_size(*inst, count) + 64);
         size_t olen = 0;
-        const int rc2 = tq::combine(*inst, pay, len, contributors, valid.data(), valid.size(), contributors, count,
-                                    o.data(), o.size(), &olen);
+        const int rc2 = tq::combine(*inst, pay, len, contributors, valid.data(), valid.size(), contributors,
+                                    count, o.data(), o.size(), &olen);
         if (rc2 == TERSE_CODEC_OK && olen > o.size()) abort();
     }
 }
@@ -116,8 +116,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else {
             std::vector<uint8_t> o(cap);
             size_t olen = 0;
-            if (tq::combine(*inst, acc.data(), acc.size(), contributors, e.data(), e.size(), 1, count, o.data(), cap,
-                            &olen) != TERSE_CODEC_OK)
+            if (tq::combine(*inst, acc.data(), acc.size(), contributors, e.data(), e.size(), 1, count, o.data(),
+                            cap, &olen) != TERSE_CODEC_OK)
                 abort();  // valid inputs must combine
             o.resize(olen);
             acc = o;
@@ -126,7 +126,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     std::vector<uint8_t> damaged = acc;
     for (size_t i = 3; i + 2 < size; i += 3) {
-        const size_t off = (static_cast<size_t>(data[i]) | (static_cast<size_t>(data[i + 1]) << 8)) % damaged.size();
+        const size_t off = (static_cast<size_t>(data[i]) | (static_cast<size_t>(data[i + 1]) << 8)) %
+                           damaged.size();
         damaged[off] ^= data[i + 2];
     }
     exercise(inst, damaged.data(), damaged.size(), count, contributors, acc);

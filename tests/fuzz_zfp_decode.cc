@@ -26,8 +26,8 @@ public:
     Guarded() {
         page_ = size_t(sysconf(_SC_PAGESIZE));
         total_ = 64 * page_;
-        base_ = static_cast<uint8_t *>(mmap(nullptr, total_ + page_, PROT_READ | PROT_WRITE,
-                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        base_ = static_cast<uint8_t *>(
+            mmap(nullptr, total_ + page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         if (base_ == MAP_FAILED) __builtin_trap();
         if (mprotect(base_ + total_, page_, PROT_NONE) != 0) __builtin_trap();
     }

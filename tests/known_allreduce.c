@@ -31,8 +31,8 @@ static float input(int r, int c, size_t i) {
     h ^= h >> 15;
     h *= 2246822519u;
     h ^= h >> 13;
-    int v = (int)(h % 2001u) - 1000;         /* -1000..1000 */
-    if ((h >> 24) % 8 != 0) v /= 16;         /* most values small */
+    int v = (int)(h % 2001u) - 1000; /* -1000..1000 */
+    if ((h >> 24) % 8 != 0) v /= 16; /* most values small */
     return (float)v / 256.0f;
 }
 
@@ -46,8 +46,7 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
 }
 
 /* One allreduce of call c on comm; returns max |result - exact|. */
-static double run_call(MPI_Comm comm, int c, int in_place, float *send, float *recv,
-                       uint64_t *hash) {
+static double run_call(MPI_Comm comm, int c, int in_place, float *send, float *recv, uint64_t *hash) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -61,8 +60,7 @@ static double run_call(MPI_Comm comm, int c, int in_place, float *send, float *r
     }
     CHECK(rc == MPI_SUCCESS, "MPI_Allreduce returned %d", rc);
     if (!in_place)
-        for (size_t i = 0; i < COUNT; i++)
-            CHECK(send[i] == input(rank, c, i), "send buffer modified at %zu", i);
+        for (size_t i = 0; i < COUNT; i++) CHECK(send[i] == input(rank, c, i), "send buffer modified at %zu", i);
     double err = 0;
     for (size_t i = 0; i < COUNT; i++) {
         double exact = 0;

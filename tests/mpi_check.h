@@ -7,18 +7,17 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#define CHECK(cond, ...)                                                           \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            int r_ = -1;                                                           \
-            PMPI_Comm_rank(MPI_COMM_WORLD, &r_);                                   \
-            fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", r_, __FILE__,   \
-                    __LINE__, #cond);                                              \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fprintf(stderr, "\n");                                                 \
-            fflush(stderr);                                                        \
-            PMPI_Abort(MPI_COMM_WORLD, 1);                                         \
-        }                                                                          \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            int r_ = -1;                                                                           \
+            PMPI_Comm_rank(MPI_COMM_WORLD, &r_);                                                   \
+            fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", r_, __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            fflush(stderr);                                                                        \
+            PMPI_Abort(MPI_COMM_WORLD, 1);                                                         \
+        }                                                                                          \
     } while (0)
 
 #endif

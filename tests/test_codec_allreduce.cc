@@ -176,7 +176,8 @@ Sched sched_of(const Contract &c, const std::string &alg) {
 // configured size as it is when it is at most its 64 KiB minimum, rounded
 // down to a multiple of 1024 elements from 4096 up (lib/planner.cc).
 size_t chunk_elems(size_t chunk_bytes, size_t esize) {
-    CHECK(chunk_bytes <= 65536, "chunk_bytes=%zu: the test needs at most 64K to know the chunk layout", chunk_bytes);
+    CHECK(chunk_bytes <= 65536, "chunk_bytes=%zu: the test needs at most 64K to know the chunk layout",
+          chunk_bytes);
     size_t c = std::max<size_t>(1, chunk_bytes / esize);
     if (c >= 4096) c &= ~size_t(1023);
     return c;
@@ -347,7 +348,8 @@ void configure(MPI_Comm comm, const char *key, const char *value) {
 // One field of terse_comm_get_config's canonical string.
 std::string config_field(MPI_Comm comm, const char *key) {
     char buf[1024];
-    CHECK(terse_comm_get_config(comm, buf, sizeof buf) == TERSE_OK, "terse_comm_get_config: %s", terse_last_error());
+    CHECK(terse_comm_get_config(comm, buf, sizeof buf) == TERSE_OK, "terse_comm_get_config: %s",
+          terse_last_error());
     std::string s = std::string(" ") + buf, k = std::string(" ") + key + "=";
     size_t p = s.find(k);
     CHECK(p != std::string::npos, "configuration '%s' has no %s", buf, key);
@@ -391,7 +393,7 @@ struct ChunkView {
 struct Findings {
     uint64_t violations = 0;
     uint64_t checked = 0;
-    double worst = 0;  // largest error / bound, where the bound is the codec's
+    double worst = 0;     // largest error / bound, where the bound is the codec's
     uint64_t unsure = 0;  // chunks where either of two outcomes was accepted
     std::string what;
     int printed = 0;
@@ -536,8 +538,9 @@ void check_errbound(const Contract &c, const ChunkView<T> &v, Findings *f) {
         }
         N = std::max(N, std::sqrt(sq));
     }
-    double B = c.eb_mode == 'a' ? c.eb_f : c.eb_mode == 'r' ? c.eb_f * (vmax + -vmin)
-                                                            : c.eb_f * N / std::sqrt(double(v.len));
+    double B = c.eb_mode == 'a'   ? c.eb_f
+               : c.eb_mode == 'r' ? c.eb_f * (vmax + -vmin)
+                                  : c.eb_f * N / std::sqrt(double(v.len));
     const bool f32 = std::is_same_v<T, float>;
     const double eps = f32 ? 0x1p-24 : 0, eta = f32 ? 0x1p-150 : 0x1p-1074;
     const double R = n * M + B;
@@ -551,8 +554,13 @@ void check_errbound(const Contract &c, const ChunkView<T> &v, Findings *f) {
     if (expect == Either) ++f->unsure;
     char why[160];
     snprintf(why, sizeof why, "B=%.9g from %s=%g (chunk max |x| %.6g)%s", B,
-             c.eb_mode == 'a' ? "abs" : c.eb_mode == 'r' ? "rel" : "norm", c.eb_f, M,
-             expect == Raw ? ", raw" : expect == Either ? ", raw or encoded" : "");
+             c.eb_mode == 'a'   ? "abs"
+             : c.eb_mode == 'r' ? "rel"
+                                : "norm",
+             c.eb_f, M,
+             expect == Raw      ? ", raw"
+             : expect == Either ? ", raw or encoded"
+                                : "");
     for (size_t j = 0; j < v.len; ++j) {
         double bound = expect == Encoded ? B : expect == Raw ? raw_bound(v, j) : std::max(B, raw_bound(v, j));
         expect_within(v, j, bound, why, f, expect == Encoded);
@@ -588,7 +596,8 @@ void check_zfp(const Contract &c, Sched s, const ChunkView<T> &v, Findings *f) {
 template <typename T>
 void check_topk(const Contract &c, const ChunkView<T> &v, Findings *f) {
     const size_t len = v.len;
-    uint64_t k = c.k ? std::min<uint64_t>(c.k, len) : std::max<uint64_t>(1, uint64_t(std::nearbyint(c.ratio * double(len))));
+    uint64_t k = c.k ? std::min<uint64_t>(c.k, len)
+                     : std::max<uint64_t>(1, uint64_t(std::nearbyint(c.ratio * double(len))));
     // Header, values, and at least one width byte per 32 indices (bit-packed) or 5 bytes each (varints).
     const size_t payload_min = 16 + k * sizeof(T) + (k + 31) / 32, payload_max = 16 + k * (sizeof(T) + 5);
     // ref[0]: encoded chunks keep top k; ref[1]: chunks that may not shrink are raw.
@@ -617,7 +626,8 @@ void check_topk(const Contract &c, const ChunkView<T> &v, Findings *f) {
         }
         for (int alt = 0; alt < 2; ++alt)
             for (size_t j = 0; j < len; ++j)
-                if (keep[j] || (alt == 1 && raw_maybe)) ref[alt][j] = q == 0 ? v.at(q, j) : T(ref[alt][j] + v.at(q, j));
+                if (keep[j] || (alt == 1 && raw_maybe))
+                    ref[alt][j] = q == 0 ? v.at(q, j) : T(ref[alt][j] + v.at(q, j));
     }
     for (size_t j = 0; j < len; ++j) {
         ++f->checked;
@@ -626,7 +636,8 @@ void check_topk(const Contract &c, const ChunkView<T> &v, Findings *f) {
         if (same(ref[0][j]) || (ambiguous && same(ref[1][j]))) continue;
         double xs[64];
         for (int q = 0; q < v.n && q < 64; ++q) xs[q] = double(v.at(q, j));
-        f->report("element %zu (chunk at %zu, %zu long, k=%" PRIu64 "): result %.9g, sum of the kept elements %.9g; "
+        f->report("element %zu (chunk at %zu, %zu long, k=%" PRIu64
+                  "): result %.9g, sum of the kept elements %.9g; "
                   "inputs %s",
                   v.off + j, v.off, len, k, double(r), double(ref[0][j]), rank_values(xs, v.n).c_str());
     }
@@ -688,7 +699,8 @@ void run_case(const CaseSetup &cs, const Data &d, bool expect_raw_chunks) {
     int rc = MPI_Allreduce(in.data(), out.data(), int(count), mpi_type<T>(), MPI_SUM, comm);
     CHECK(rc == MPI_SUCCESS, "%s: MPI_Allreduce returned %d (%s)", what, rc, terse_last_error());
     for (size_t j = count; j < count + 4; ++j) CHECK(out[j] == canary, "%s: wrote past the end", what);
-    for (size_t i = 0; i < count; i += 97) CHECK(in[i] == value<T>(g_rank, i, d) || std::isnan(in[i]), "%s: input modified", what);
+    for (size_t i = 0; i < count; i += 97)
+        CHECK(in[i] == value<T>(g_rank, i, d) || std::isnan(in[i]), "%s: input modified", what);
 
     // Statistics: the call ran on terse's engine and a lossy codec shrank it.
     const terse_comm_stats_t st = stats_of(comm);
@@ -697,8 +709,8 @@ void run_case(const CaseSetup &cs, const Data &d, bool expect_raw_chunks) {
           st.calls_intercepted, st.calls_passed);
     const uint64_t wire = st.bytes_wire - before.bytes_wire, wire_raw = st.bytes_wire_raw - before.bytes_wire_raw;
     if (c.lossy() && g_size > 1)
-        CHECK(wire < wire_raw, "%s: no compression: %" PRIu64 " bytes on the wire, %" PRIu64 " uncompressed", what,
-              wire, wire_raw);
+        CHECK(wire < wire_raw, "%s: no compression: %" PRIu64 " bytes on the wire, %" PRIu64 " uncompressed",
+              what, wire, wire_raw);
     if (expect_raw_chunks && c.lossy()) {
         uint64_t raw = st.chunks_raw - before.chunks_raw, raw_max = 0;
         PMPI_Allreduce(&raw, &raw_max, 1, MPI_UINT64_T, MPI_MAX, comm);
@@ -731,12 +743,13 @@ void run_case(const CaseSetup &cs, const Data &d, bool expect_raw_chunks) {
         if (all[2]) snprintf(unsure, sizeof unsure, "; %" PRIu64 " chunk(s) raw or encoded", all[2]);
         printf("  %-44s %-6s %9" PRIu64 " checked, %s; wire/raw %.3f%s\n", c.spec.c_str(), type_name<T>(), all[1],
                all[0] ? "VIOLATED" : "ok", wire_raw ? double(wire) / double(wire_raw) : 1.0, unsure);
-        if (worst > 0 && (c.kind == Kind::Quantize || c.kind == Kind::Errbound || (c.kind == Kind::Zfp && c.zfp_accuracy)))
+        if (worst > 0 &&
+            (c.kind == Kind::Quantize || c.kind == Kind::Errbound || (c.kind == Kind::Zfp && c.zfp_accuracy)))
             printf("  %-44s %-6s largest error / bound %.3f\n", "", "", worst);
         fflush(stdout);
     }
-    CHECK(all[0] == 0, "%s: %" PRIu64 " of %" PRIu64 " checked elements violate the contract (details above)", what,
-          all[0], all[1]);
+    CHECK(all[0] == 0, "%s: %" PRIu64 " of %" PRIu64 " checked elements violate the contract (details above)",
+          what, all[0], all[1]);
     if (cs.own_comm) MPI_Comm_free(&comm);
 }
 
@@ -770,7 +783,7 @@ void run_table(const std::string &alg, size_t count, Shape shape, bool nonfinite
         // element.  Close together, so that most chunks stay compressible.
         const size_t i = count / 4 + 5, j = i + 17, k = i + 40, l = i + 100;
         const int other = g_size > 2 ? 2 : 0;
-        d.inject = {{1, i, NAN}, {1, j, INFINITY}, {other, j, -INFINITY}, {g_size - 1, k, INFINITY},
+        d.inject = {{1, i, NAN},       {1, j, INFINITY},   {other, j, -INFINITY}, {g_size - 1, k, INFINITY},
                     {0, l, -INFINITY}, {0, count - 1, NAN}};
     }
     if (g_rank == 0)
@@ -837,27 +850,35 @@ void feedback_run(const std::string &spec, bool on, bool in_place, const std::st
         }
     }
     terse_comm_stats_t st = stats_of(comm);
-    CHECK(st.calls_intercepted == uint64_t(kCalls), "feedback %s: %" PRIu64 " of %d calls intercepted", spec.c_str(),
-          st.calls_intercepted, kCalls);
+    CHECK(st.calls_intercepted == uint64_t(kCalls), "feedback %s: %" PRIu64 " of %d calls intercepted",
+          spec.c_str(), st.calls_intercepted, kCalls);
     if (g_size > 1) CHECK(st.bytes_wire < st.bytes_wire_raw, "feedback %s: no compression", spec.c_str());
     if (g_rank == 0) {
-        printf("  %-24s feedback=%-3s %s: relative RMS error of the running mean after", spec.c_str(), on ? "on" : "off",
-               in_place ? "in place" : "send buf");
+        printf("  %-24s feedback=%-3s %s: relative RMS error of the running mean after", spec.c_str(),
+               on ? "on" : "off", in_place ? "in place" : "send buf");
         for (int i = 0; i < 5; ++i) printf(" %d: %.4f%s", checkpoints[i], err[i], i < 4 ? "," : "\n");
         fflush(stdout);
     }
     if (on) {
         for (int i = 1; i < 5; ++i)
-            CHECK(err[i] < err[i - 1], "feedback %s on: error of the running mean did not fall from call %d to %d "
-                  "(%.4g -> %.4g)", spec.c_str(), checkpoints[i - 1], checkpoints[i], err[i - 1], err[i]);
-        CHECK(err[4] < err[0] / 5, "feedback %s on: after %d calls the error of the mean is %.4g, not below 1/5 "
-              "of one call's %.4g", spec.c_str(), kCalls, err[4], err[0]);
+            CHECK(err[i] < err[i - 1],
+                  "feedback %s on: error of the running mean did not fall from call %d to %d "
+                  "(%.4g -> %.4g)",
+                  spec.c_str(), checkpoints[i - 1], checkpoints[i], err[i - 1], err[i]);
+        CHECK(err[4] < err[0] / 5,
+              "feedback %s on: after %d calls the error of the mean is %.4g, not below 1/5 "
+              "of one call's %.4g",
+              spec.c_str(), kCalls, err[4], err[0]);
         // Still converging at the end (like 1/T once residuals stop growing), not settled on a floor.
-        CHECK(err[4] < 0.75 * err[3], "feedback %s on: the error of the mean went only from %.4g to %.4g between "
-              "calls 25 and 50", spec.c_str(), err[3], err[4]);
+        CHECK(err[4] < 0.75 * err[3],
+              "feedback %s on: the error of the mean went only from %.4g to %.4g between "
+              "calls 25 and 50",
+              spec.c_str(), err[3], err[4]);
     } else {
-        CHECK(err[4] >= 0.9 * err[0], "feedback %s off: the running mean improved (%.4g -> %.4g) although "
-              "nothing carries the error", spec.c_str(), err[0], err[4]);
+        CHECK(err[4] >= 0.9 * err[0],
+              "feedback %s off: the running mean improved (%.4g -> %.4g) although "
+              "nothing carries the error",
+              spec.c_str(), err[0], err[4]);
     }
     CHECK(err[0] > 0, "feedback %s: the first call was exact; the test needs a lossy setting", spec.c_str());
     MPI_Comm_free(&comm);

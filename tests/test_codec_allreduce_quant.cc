@@ -33,8 +33,8 @@ struct Contract {
     int bits = 8;
     bool stochastic = false;
     size_t block = 256;
-    bool rel = false;      // errbound: rel (else abs)
-    double bound = 0;      // errbound: abs bound or rel fraction
+    bool rel = false;  // errbound: rel (else abs)
+    double bound = 0;  // errbound: abs bound or rel fraction
 };
 
 // Input of rank r, element i: deterministic, so every rank knows every
@@ -106,9 +106,11 @@ void run(const Contract &c, size_t count, bool in_place, int seed) {
     if (in_place) {
         out = in;
         CHECK(MPI_Allreduce(MPI_IN_PLACE, out.data(), int(count), mpi_type<T>(), MPI_SUM, MPI_COMM_WORLD) ==
-                  MPI_SUCCESS, "allreduce failed");
+                  MPI_SUCCESS,
+              "allreduce failed");
     } else {
-        CHECK(MPI_Allreduce(in.data(), out.data(), int(count), mpi_type<T>(), MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+        CHECK(MPI_Allreduce(in.data(), out.data(), int(count), mpi_type<T>(), MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
               "allreduce failed");
     }
 
@@ -146,8 +148,8 @@ void run(const Contract &c, size_t count, bool in_place, int seed) {
     }
     check_identical(out.data(), count * sizeof(T), "result");
     if (g_rank == 0)
-        printf("  %s count=%zu%s: worst error %.3f of the bound\n", std::is_same_v<T, float> ? "float " : "double",
-               count, in_place ? " in place" : "", worst);
+        printf("  %s count=%zu%s: worst error %.3f of the bound\n",
+               std::is_same_v<T, float> ? "float " : "double", count, in_place ? " in place" : "", worst);
 }
 
 // NaN and Inf on some ranks: they reach every rank where the exact sum has them.
@@ -188,14 +190,19 @@ int main(int argc, char **argv) {
     if (codec == "quantize" && argc >= 4) {
         c.bits = atoi(argv[2]);
         c.stochastic = std::string(argv[3]) == "stochastic";
-        c.block = argc > 4 ? size_t(atol(argv[4])) : size_t(c.bits == 1 ? 2048 : c.bits == 2 ? 1024 : c.bits == 4 ? 512 : 256);
+        c.block = argc > 4 ? size_t(atol(argv[4]))
+                           : size_t(c.bits == 1   ? 2048
+                                    : c.bits == 2 ? 1024
+                                    : c.bits == 4 ? 512
+                                                  : 256);
     } else if (codec == "errbound" && argc >= 4) {
         c.quantize = false;
         c.rel = std::string(argv[2]) == "rel";
         c.bound = atof(argv[3]);
     } else {
         if (g_rank == 0)
-            fprintf(stderr, "usage: %s quantize BITS nearest|stochastic [BLOCK] | errbound abs|rel BOUND\n", argv[0]);
+            fprintf(stderr, "usage: %s quantize BITS nearest|stochastic [BLOCK] | errbound abs|rel BOUND\n",
+                    argv[0]);
         MPI_Finalize();
         return 2;
     }

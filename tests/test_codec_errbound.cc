@@ -89,7 +89,8 @@ Reduction reduce(const te::Instance &inst, const std::vector<Buf> &in, bool tree
     auto comb = [&](const std::vector<uint8_t> &a, int ca, const std::vector<uint8_t> &b, int cb) {
         std::vector<uint8_t> o(cap, 0xdd);
         size_t len = 0;
-        const int rc = te::combine(inst, a.data(), a.size(), ca, b.data(), b.size(), cb, n, o.data(), o.size(), &len);
+        const int rc = te::combine(inst, a.data(), a.size(), ca, b.data(), b.size(), cb, n, o.data(), o.size(),
+                                   &len);
         EXPECT_EQ(rc, TERSE_CODEC_OK);
         EXPECT_LE(len, cap);
         o.resize(rc == TERSE_CODEC_OK ? len : 0);
@@ -155,15 +156,16 @@ double reference_bound(const te::Params &p, const std::vector<Buf> &in) {
         const __float128 d = static_cast<__float128>(res.get(i)) - exact;
         const double err = static_cast<double>(d > 0 ? d : -d);
         if (!(static_cast<__float128>(err) <= static_cast<__float128>(bound)) || !(d <= bound && -d <= bound))
-            return ::testing::AssertionFailure() << "element " << i << ": result " << res.get(i) << " exact "
-                                                 << static_cast<double>(exact) << " error " << err << " > bound "
-                                                 << bound;
+            return ::testing::AssertionFailure()
+                   << "element " << i << ": result " << res.get(i) << " exact " << static_cast<double>(exact)
+                   << " error " << err << " > bound " << bound;
         if (bound > 0) worst = std::max(worst, err / bound);
     }
     return ::testing::AssertionSuccess() << "worst error/bound " << worst;
 }
 
-std::vector<Buf> rank_inputs(terse_dtype_t dt, Shape s, size_t n, int nranks, uint64_t seed, size_t misalign = 0) {
+std::vector<Buf> rank_inputs(terse_dtype_t dt, Shape s, size_t n, int nranks, uint64_t seed,
+                             size_t misalign = 0) {
     std::vector<Buf> v;
     for (int r = 0; r < nranks; r++) v.push_back(make_buf(dt, make_shape(s, n, seed, r), misalign));
     return v;
@@ -182,10 +184,8 @@ bool check_contract(const te::Params &p, terse_dtype_t dt, const std::vector<Buf
         return false;
     }
     const double b = reference_bound(p, in);
-    if (p.mode == te::kNorm)
-        EXPECT_NEAR(ring.bound, b, b * 1e-12);
-    else
-        EXPECT_EQ(ring.bound, b);
+    if (p.mode == te::kNorm) EXPECT_NEAR(ring.bound, b, b * 1e-12);
+    else EXPECT_EQ(ring.bound, b);
     EXPECT_TRUE(within_bound(in, ring.result, std::min(b, ring.bound)));
     if (in.size() > 2) {
         Reduction tree = reduce(*inst, in, true);
@@ -227,11 +227,14 @@ TEST(ErrboundParams, RejectsWithMessages) {
         std::vector<terse_codec_kv_t> kv;
         const char *msg;
     } cases[] = {
-        {{}, "a bound is required (accepted: exactly one of abs=<bound>, rel=<fraction of the value range>, "
-             "norm=<fraction of the L2 norm>)"},
-        {{{"zstd", "on"}}, "a bound is required (accepted: exactly one of abs=<bound>, rel=<fraction of the value "
-                           "range>, norm=<fraction of the L2 norm>)"},
-        {{{"abs", "1e-3"}, {"rel", "1e-3"}}, "abs and rel are both given (accepted: exactly one of abs, rel, norm)"},
+        {{},
+         "a bound is required (accepted: exactly one of abs=<bound>, rel=<fraction of the value range>, "
+         "norm=<fraction of the L2 norm>)"},
+        {{{"zstd", "on"}},
+         "a bound is required (accepted: exactly one of abs=<bound>, rel=<fraction of the value "
+         "range>, norm=<fraction of the L2 norm>)"},
+        {{{"abs", "1e-3"}, {"rel", "1e-3"}},
+         "abs and rel are both given (accepted: exactly one of abs, rel, norm)"},
         {{{"abs", "0"}}, "abs=0 is not accepted (accepted: a finite number > 0)"},
         {{{"abs", "-1"}}, "abs=-1 is not accepted (accepted: a finite number > 0)"},
         {{{"abs", "inf"}}, "abs=inf is not accepted (accepted: a finite number > 0)"},
@@ -240,15 +243,19 @@ TEST(ErrboundParams, RejectsWithMessages) {
         {{{"rel", "2"}}, "rel=2 is not accepted (accepted: a number in (0, 1])"},
         {{{"norm", "0"}}, "norm=0 is not accepted (accepted: a number in (0, 1])"},
         {{{"abs", "1"}, {"zstd", "yes"}}, "zstd=yes is not accepted (accepted: on, off)"},
-        {{{"abs", "1"}, {"zstd", "on"}, {"zstd_level", "20"}}, "zstd_level=20 is not accepted (accepted: 1 to 19)"},
-        {{{"abs", "1"}, {"zstd_level", "3"}}, "zstd_level is given but zstd is off (accepted: zstd_level with zstd=on)"},
-        {{{"abs", "1"}, {"level", "3"}}, "unknown parameter 'level' (accepted: abs, rel, norm, zstd, zstd_level)"},
+        {{{"abs", "1"}, {"zstd", "on"}, {"zstd_level", "20"}},
+         "zstd_level=20 is not accepted (accepted: 1 to 19)"},
+        {{{"abs", "1"}, {"zstd_level", "3"}},
+         "zstd_level is given but zstd is off (accepted: zstd_level with zstd=on)"},
+        {{{"abs", "1"}, {"level", "3"}},
+         "unknown parameter 'level' (accepted: abs, rel, norm, zstd, zstd_level)"},
         {{{"abs", "1"}, {"zstd", "on"}, {"zstd", "off"}}, "parameter 'zstd' is given twice"},
     };
     for (const Case &c : cases) {
         te::Params p;
         char err[256] = {0};
-        EXPECT_EQ(te::parse_params(c.kv.data(), c.kv.size(), &p, err, sizeof err), TERSE_CODEC_ERR_PARAM) << c.msg;
+        EXPECT_EQ(te::parse_params(c.kv.data(), c.kv.size(), &p, err, sizeof err), TERSE_CODEC_ERR_PARAM)
+            << c.msg;
         EXPECT_STREQ(err, c.msg);
     }
 }
@@ -302,8 +309,9 @@ TEST(ErrboundContract, GradientLikeDataIsEncoded) {
         for (int nranks = 1; nranks <= 8; nranks++)
             for (bool z : {false, true}) {
                 const auto in = rank_inputs(dt, Shape::StudentT, 4096, nranks, 5);
-                check_contract(params_of(te::kRel, 1e-3, z), dt, in, true,
-                               std::string(dtype_str(dt)) + " ranks=" + std::to_string(nranks) + (z ? " zstd" : ""));
+                check_contract(
+                    params_of(te::kRel, 1e-3, z), dt, in, true,
+                    std::string(dtype_str(dt)) + " ranks=" + std::to_string(nranks) + (z ? " zstd" : ""));
                 check_contract(params_of(te::kAbs, 1e-5, z), dt, in, true, "abs");
                 check_contract(params_of(te::kNorm, 1e-2, z), dt, in, true, "norm");
             }
@@ -316,8 +324,10 @@ TEST(ErrboundContract, SixteenBitTypes) {
         for (int nranks : {1, 2, 4})
             for (Shape s : {Shape::Gaussian, Shape::Smooth, Shape::Zero}) {
                 const auto in = rank_inputs(dt, s, 999, nranks, 4);
-                check_contract(params_of(te::kRel, 0.05), dt, in, s != Shape::Zero && nranks == 1 && dt == TERSE_DTYPE_FLOAT16,
-                               std::string(dtype_str(dt)) + " ranks=" + std::to_string(nranks) + " " + shape_name(s));
+                check_contract(
+                    params_of(te::kRel, 0.05), dt, in,
+                    s != Shape::Zero && nranks == 1 && dt == TERSE_DTYPE_FLOAT16,
+                    std::string(dtype_str(dt)) + " ranks=" + std::to_string(nranks) + " " + shape_name(s));
                 check_contract(params_of(te::kAbs, 0.5), dt, in, false, "abs");
             }
 }
@@ -345,8 +355,9 @@ TEST(ErrboundContract, AdversarialHalfSteps) {
                         v[i] = (static_cast<double>((i * 7919 + r * 31) % 1000) - 500.0 + 0.5) * q;
                     in.push_back(make_buf(dt, v));
                 }
-                check_contract(p, dt, in, false,
-                               std::string(dtype_str(dt)) + " M=" + std::to_string(M) + " ranks=" + std::to_string(nranks));
+                check_contract(
+                    p, dt, in, false,
+                    std::string(dtype_str(dt)) + " M=" + std::to_string(M) + " ranks=" + std::to_string(nranks));
             }
 }
 
@@ -367,7 +378,8 @@ TEST(ErrboundContract, MagnitudesAtTheEdgeOfFloat) {
     // Huge float64 values with a relative bound, and codes that would overflow: raw.
     std::vector<double> v = make_shape(Shape::Gaussian, 512, 3);
     for (double &x : v) x *= 1e300;
-    check_contract(params_of(te::kRel, 1e-6), TERSE_DTYPE_FLOAT64, {make_buf(TERSE_DTYPE_FLOAT64, v)}, true, "1e300");
+    check_contract(params_of(te::kRel, 1e-6), TERSE_DTYPE_FLOAT64, {make_buf(TERSE_DTYPE_FLOAT64, v)}, true,
+                   "1e300");
     auto inst = make_inst(params_of(te::kAbs, 1e-12), TERSE_DTYPE_FLOAT64, 2);
     std::vector<Buf> big{make_buf(TERSE_DTYPE_FLOAT64, v), make_buf(TERSE_DTYPE_FLOAT64, v)};
     EXPECT_EQ(reduce(*inst, big).rc, TERSE_CODEC_RAW);
@@ -385,7 +397,8 @@ TEST(ErrboundContract, RealSampleFields) {
                 std::vector<Buf> in;
                 for (int r = 0; r < nranks; r++) {
                     std::vector<double> v(base.size());
-                    for (size_t i = 0; i < v.size(); i++) v[i] = base[(i + 131 * r) % base.size()] * (1.0 - 0.2 * r);
+                    for (size_t i = 0; i < v.size(); i++)
+                        v[i] = base[(i + 131 * r) % base.size()] * (1.0 - 0.2 * r);
                     in.push_back(make_buf(TERSE_DTYPE_FLOAT32, v));
                 }
                 check_contract(params_of(te::kRel, 1e-3, z), TERSE_DTYPE_FLOAT32, in, true,
@@ -397,8 +410,8 @@ TEST(ErrboundContract, RealSampleFields) {
 }
 
 TEST(ErrboundContract, LengthsAndAlignment) {
-    for (size_t n : {size_t{1}, size_t{2}, size_t{31}, size_t{32}, size_t{33}, size_t{63}, size_t{65}, size_t{1000},
-                     size_t{4097}})
+    for (size_t n : {size_t{1}, size_t{2}, size_t{31}, size_t{32}, size_t{33}, size_t{63}, size_t{65},
+                     size_t{1000}, size_t{4097}})
         for (size_t mis : {size_t{0}, size_t{1}, size_t{3}}) {
             const auto in = rank_inputs(TERSE_DTYPE_FLOAT32, Shape::Laplace, n, 3, 5, mis);
             check_contract(params_of(te::kRel, 1e-2), TERSE_DTYPE_FLOAT32, in, n >= 64,
@@ -431,7 +444,8 @@ TEST(ErrboundContract, RatioOnGradientLikeData) {
 TEST(ErrboundRaw, NonFiniteGoesRaw) {
     for (terse_dtype_t dt : kFloatTypes)
         for (te::Mode m : {te::kAbs, te::kRel, te::kNorm})
-            for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY)}) {
+            for (double bad :
+                 {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY)}) {
                 auto inst = make_inst(params_of(m, m == te::kAbs ? 10 : 0.5), dt, 3);
                 auto in = rank_inputs(dt, Shape::Gaussian, 1000, 3, 1);
                 in[2].set(999, bad);
@@ -499,8 +513,9 @@ TEST(ErrboundIsa, AllPathsWriteTheSameBits) {
                     acc.set(3, NAN);
                     acc.set(4, INFINITY);
                     acc.set(5, -INFINITY);
-                    ASSERT_EQ(te::decode(*inst, red.payload.data(), red.payload.size(), acc.data(), n, 1, TERSE_OP_SUM),
-                              TERSE_CODEC_OK);
+                    ASSERT_EQ(
+                        te::decode(*inst, red.payload.data(), red.payload.size(), acc.data(), n, 1, TERSE_OP_SUM),
+                        TERSE_CODEC_OK);
                     if (ref_payload.empty()) {
                         ref_payload = red.payload;
                         ref_out = red.result.raw();
@@ -556,12 +571,16 @@ TEST(ErrboundCorrupt, TruncatedAndExtendedPayloadsAreRejected) {
         const auto pay = sample_payload(*inst, n, 3);
         std::vector<float> out(n);
         for (size_t len = 0; len < pay.size(); len++)
-            EXPECT_EQ(te::decode(*inst, pay.data(), len, out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT) << len;
+            EXPECT_EQ(te::decode(*inst, pay.data(), len, out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT)
+                << len;
         std::vector<uint8_t> longer = pay;
         longer.push_back(0);
-        EXPECT_EQ(te::decode(*inst, longer.data(), longer.size(), out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT);
-        EXPECT_EQ(te::decode(*inst, pay.data(), pay.size(), out.data(), n + 1, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT);
-        EXPECT_EQ(te::decode(*inst, pay.data(), pay.size(), out.data(), n, 0, TERSE_OP_MIN), TERSE_CODEC_ERR_UNSUPPORTED);
+        EXPECT_EQ(te::decode(*inst, longer.data(), longer.size(), out.data(), n, 0, TERSE_OP_SUM),
+                  TERSE_CODEC_ERR_CORRUPT);
+        EXPECT_EQ(te::decode(*inst, pay.data(), pay.size(), out.data(), n + 1, 0, TERSE_OP_SUM),
+                  TERSE_CODEC_ERR_CORRUPT);
+        EXPECT_EQ(te::decode(*inst, pay.data(), pay.size(), out.data(), n, 0, TERSE_OP_MIN),
+                  TERSE_CODEC_ERR_UNSUPPORTED);
         EXPECT_EQ(te::decode(*inst, pay.data(), pay.size(), out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_OK);
     }
 }
@@ -576,11 +595,13 @@ TEST(ErrboundCorrupt, BadFieldsAreRejected) {
     auto expect_corrupt = [&](const char *what, auto mutate) {
         std::vector<uint8_t> p = pay;
         mutate(p);
-        EXPECT_EQ(te::decode(*inst, p.data(), p.size(), out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT) << what;
+        EXPECT_EQ(te::decode(*inst, p.data(), p.size(), out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT)
+            << what;
         std::vector<uint8_t> o(te::max_encoded_size(*inst, n));
         size_t lo = 0;
-        EXPECT_EQ(te::combine(*inst, p.data(), p.size(), 3, pay.data(), pay.size(), 3, n, o.data(), o.size(), &lo),
-                  TERSE_CODEC_ERR_CORRUPT)
+        EXPECT_EQ(
+            te::combine(*inst, p.data(), p.size(), 3, pay.data(), pay.size(), 3, n, o.data(), o.size(), &lo),
+            TERSE_CODEC_ERR_CORRUPT)
             << what;
     };
     const size_t wpos = te::kHeaderBytes;  // widths: 4 nibbles in 2 bytes
@@ -597,8 +618,11 @@ TEST(ErrboundCorrupt, BadFieldsAreRejected) {
     expect_corrupt("q negative", [](auto &p) { p[23] |= 0x80; });
     expect_corrupt("kmax 0", [](auto &p) { terse_codec::put_u32(p.data() + 24, 0); });
     expect_corrupt("kmax huge", [](auto &p) { terse_codec::put_u32(p.data() + 24, 1u << 29); });
-    expect_corrupt("stream length", [](auto &p) { terse_codec::put_u64(p.data() + 32, te::read_header(p.data()).stream_bytes + 4); });
-    expect_corrupt("width beyond wmax", [&](auto &p) { p[wpos] = static_cast<uint8_t>((p[wpos] & 0xf0) | 0x0f); });
+    expect_corrupt("stream length", [](auto &p) {
+        terse_codec::put_u64(p.data() + 32, te::read_header(p.data()).stream_bytes + 4);
+    });
+    expect_corrupt("width beyond wmax",
+                   [&](auto &p) { p[wpos] = static_cast<uint8_t>((p[wpos] & 0xf0) | 0x0f); });
     expect_corrupt("width sum", [&](auto &p) { p[wpos] = static_cast<uint8_t>(p[wpos] ^ 0x01); });
     // The last block is partial (100 = 3*32 + 4): its padding codes must be zero.
     expect_corrupt("padding", [&](auto &p) { p[p.size() - 1] |= 0x80; });
@@ -651,9 +675,12 @@ TEST(ErrboundCorrupt, CombineRejectsMismatches) {
     size_t la = 0, lb = 0, lo = 0;
     ASSERT_EQ(te::encode(*inst, in[0].data(), n, a.data(), cap, &la, nullptr), TERSE_CODEC_OK);
     ASSERT_EQ(te::encode(*inst, in[1].data(), n, b.data(), cap, &lb, nullptr), TERSE_CODEC_OK);
-    EXPECT_EQ(te::combine(*inst, a.data(), la, 1, b.data(), lb, 1, n, o.data(), cap, &lo), TERSE_CODEC_ERR_CORRUPT);
-    EXPECT_EQ(te::combine(*inst, a.data(), la, 2, a.data(), la, 1, n, o.data(), cap, &lo), TERSE_CODEC_ERR_CORRUPT);
-    EXPECT_EQ(te::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, o.data(), 30, &lo), TERSE_CODEC_ERR_NOSPACE);
+    EXPECT_EQ(te::combine(*inst, a.data(), la, 1, b.data(), lb, 1, n, o.data(), cap, &lo),
+              TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(te::combine(*inst, a.data(), la, 2, a.data(), la, 1, n, o.data(), cap, &lo),
+              TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(te::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, o.data(), 30, &lo),
+              TERSE_CODEC_ERR_NOSPACE);
     ASSERT_EQ(te::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, o.data(), cap, &lo), TERSE_CODEC_OK);
     std::vector<float> one(n), two(n);
     ASSERT_EQ(te::decode(*inst, a.data(), la, one.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_OK);
@@ -678,7 +705,8 @@ TEST(ErrboundCorrupt, RandomDamageNeverCrashes) {
             if (rc == TERSE_CODEC_OK)
                 for (float v : out) ASSERT_TRUE(std::isfinite(v));
             size_t lo = 0;
-            const int rc2 = te::combine(*inst, p.data(), p.size(), 2, pay.data(), pay.size(), 2, n, o.data(), o.size(), &lo);
+            const int rc2 = te::combine(*inst, p.data(), p.size(), 2, pay.data(), pay.size(), 2, n, o.data(),
+                                        o.size(), &lo);
             ASSERT_TRUE(rc2 == TERSE_CODEC_OK || rc2 == TERSE_CODEC_ERR_CORRUPT);
         }
     }
@@ -740,12 +768,12 @@ TEST(ErrboundPlugin, ModuleExportsAValidDescriptor) {
     std::vector<uint8_t> enc(d->max_encoded_size(inst, x.size())), both(enc.size());
     size_t len = 0, blen = 0;
     ASSERT_EQ(d->encode(inst, x.data(), x.size(), enc.data(), enc.size(), &len, &call), TERSE_CODEC_OK);
-    ASSERT_EQ(d->combine(inst, enc.data(), len, 1, enc.data(), len, 1, x.size(), both.data(), both.size(), &blen, &call),
+    ASSERT_EQ(d->combine(inst, enc.data(), len, 1, enc.data(), len, 1, x.size(), both.data(), both.size(), &blen,
+                         &call),
               TERSE_CODEC_OK);
     std::vector<float> y(x.size());
     ASSERT_EQ(d->decode(inst, both.data(), blen, y.data(), y.size(), 0, TERSE_OP_SUM, &call), TERSE_CODEC_OK);
-    for (size_t i = 0; i < x.size(); i++)
-        EXPECT_LE(std::fabs(static_cast<double>(y[i]) - 2.0 * x[i]), 1e-3) << i;
+    for (size_t i = 0; i < x.size(); i++) EXPECT_LE(std::fabs(static_cast<double>(y[i]) - 2.0 * x[i]), 1e-3) << i;
     d->destroy(inst);
     d->free_params(params);
     dlclose(h);

@@ -72,8 +72,8 @@ std::vector<double> reference_block_mean(const std::vector<Buf> &in, int block) 
 }
 
 struct Reduction {
-    int rc = TERSE_CODEC_OK;          // RAW if the ranks sent the chunk raw
-    std::vector<uint8_t> payload;     // fully combined payload
+    int rc = TERSE_CODEC_OK;       // RAW if the ranks sent the chunk raw
+    std::vector<uint8_t> payload;  // fully combined payload
     Buf result;
 };
 
@@ -115,7 +115,8 @@ Reduction reduce(const tq::Instance &inst, const std::vector<Buf> &in, bool tree
     auto comb = [&](const std::vector<uint8_t> &a, int ca, const std::vector<uint8_t> &b, int cb) {
         std::vector<uint8_t> o(cap, 0xdd);
         size_t len = 0;
-        const int rc = tq::combine(inst, a.data(), a.size(), ca, b.data(), b.size(), cb, n, o.data(), o.size(), &len);
+        const int rc = tq::combine(inst, a.data(), a.size(), ca, b.data(), b.size(), cb, n, o.data(), o.size(),
+                                   &len);
         EXPECT_EQ(rc, TERSE_CODEC_OK);
         EXPECT_LE(len, cap);
         o.resize(rc == TERSE_CODEC_OK ? len : 0);
@@ -164,15 +165,16 @@ Reduction reduce(const tq::Instance &inst, const std::vector<Buf> &in, bool tree
         const __float128 d = static_cast<__float128>(r) - ex;
         const double err = std::fabs(static_cast<double>(d));
         if (!(d <= static_cast<__float128>(bound) && -d <= static_cast<__float128>(bound)))
-            return ::testing::AssertionFailure() << "element " << i << ": result " << r << " exact " << exact
-                                                 << " error " << err << " > bound " << bound << " (block max "
-                                                 << m[i / block] << ")";
+            return ::testing::AssertionFailure()
+                   << "element " << i << ": result " << r << " exact " << exact << " error " << err << " > bound "
+                   << bound << " (block max " << m[i / block] << ")";
         if (bound > 0) worst = std::max(worst, err / bound);
     }
     return ::testing::AssertionSuccess() << "worst error/bound " << worst;
 }
 
-std::vector<Buf> rank_inputs(terse_dtype_t dt, Shape s, size_t n, int nranks, uint64_t seed, size_t misalign = 0) {
+std::vector<Buf> rank_inputs(terse_dtype_t dt, Shape s, size_t n, int nranks, uint64_t seed,
+                             size_t misalign = 0) {
     std::vector<Buf> v;
     for (int r = 0; r < nranks; r++) v.push_back(make_buf(dt, make_shape(s, n, seed, r), misalign));
     return v;
@@ -205,7 +207,8 @@ TEST(QuantizeParams, DefaultsAndCanonicalString) {
     EXPECT_EQ(tq::params_string(p, small, sizeof small), std::strlen("bits=4,block=1024,rounding=stochastic"));
     EXPECT_EQ(std::strlen(small), 7u);
     // The default block follows the width (scale and stats overhead near 5%).
-    for (auto [bits, block] : {std::pair{"1", "2048"}, {"2", "1024"}, {"4", "512"}, {"8", "256"}, {"16", "256"}}) {
+    for (auto [bits, block] :
+         {std::pair{"1", "2048"}, {"2", "1024"}, {"4", "512"}, {"8", "256"}, {"16", "256"}}) {
         const terse_codec_kv_t b[] = {{"bits", bits}};
         ASSERT_EQ(tq::parse_params(b, 1, &p, err, sizeof err), TERSE_CODEC_OK);
         tq::params_string(p, buf, sizeof buf);
@@ -340,12 +343,14 @@ TEST(QuantizeContract, RealSampleFields) {
                 std::vector<Buf> in;
                 for (int r = 0; r < nranks; r++) {  // other ranks see the field shifted and scaled
                     std::vector<double> v(base.size());
-                    for (size_t i = 0; i < v.size(); i++) v[i] = base[(i + 97 * r) % base.size()] * (1.0 + 0.25 * r);
+                    for (size_t i = 0; i < v.size(); i++)
+                        v[i] = base[(i + 97 * r) % base.size()] * (1.0 + 0.25 * r);
                     in.push_back(make_buf(TERSE_DTYPE_FLOAT32, v));
                 }
                 const tq::Params p = params_of(bits, 256);
                 auto inst = make_inst(p, TERSE_DTYPE_FLOAT32, nranks);
-                SCOPED_TRACE(std::string(file) + " bits=" + std::to_string(bits) + " ranks=" + std::to_string(nranks));
+                SCOPED_TRACE(std::string(file) + " bits=" + std::to_string(bits) +
+                             " ranks=" + std::to_string(nranks));
                 Reduction red = reduce(*inst, in);
                 ASSERT_EQ(red.rc, TERSE_CODEC_OK);
                 EXPECT_TRUE(within_bound(in, red.result, p));
@@ -363,7 +368,8 @@ TEST(QuantizeContract, LengthsAndAlignment) {
             const auto in = rank_inputs(TERSE_DTYPE_FLOAT32, Shape::Gaussian, n, 3, 5, mis);
             SCOPED_TRACE("n=" + std::to_string(n) + " misalign=" + std::to_string(mis));
             Reduction red = reduce(*inst, in);
-            if (tq::payload_bytes(n, p.log2_block, 4, p.bits, 1) >= n * 4) {  // a header is bigger than the data: raw
+            if (tq::payload_bytes(n, p.log2_block, 4, p.bits, 1) >=
+                n * 4) {  // a header is bigger than the data: raw
                 EXPECT_EQ(red.rc, TERSE_CODEC_RAW);
                 continue;
             }
@@ -379,7 +385,8 @@ TEST(QuantizeContract, StochasticIsDeterministicAndUnbiased) {
     std::vector<double> v(n);
     for (size_t i = 0; i < n; i++) v[i] = (i % 1024 == 0) ? 1.0 : 0.3;  // each block's max is 1: step 1
     const std::vector<Buf> in{make_buf(TERSE_DTYPE_FLOAT64, v)};
-    Reduction a = reduce(*inst, in, false, 99), b = reduce(*inst, in, false, 99), c = reduce(*inst, in, false, 100);
+    Reduction a = reduce(*inst, in, false, 99), b = reduce(*inst, in, false, 99),
+              c = reduce(*inst, in, false, 100);
     ASSERT_EQ(a.rc, TERSE_CODEC_OK);
     EXPECT_EQ(a.payload, b.payload);
     EXPECT_NE(a.payload, c.payload);
@@ -418,7 +425,8 @@ TEST(QuantizeContract, OneBitLevels) {
 
 TEST(QuantizeRaw, NonFiniteGoesRaw) {
     for (terse_dtype_t dt : kFloatTypes)
-        for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY)}) {
+        for (double bad :
+             {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY)}) {
             auto inst = make_inst(params_of(8, 64), dt, 3);
             auto in = rank_inputs(dt, Shape::Gaussian, 1000, 3, 1);
             in[1].set(777, bad);
@@ -480,7 +488,8 @@ TEST(QuantizeIsa, AllPathsWriteTheSameBits) {
                 const tq::Params p = params_of(bits, 64, rnd);
                 const size_t n = 64 * 20 + 45;
                 const auto in = rank_inputs(dt, Shape::Mixed, n, 3, 21, 1);
-                SCOPED_TRACE(std::string(dtype_str(dt)) + " bits=" + std::to_string(bits) + (rnd ? " stochastic" : " nearest"));
+                SCOPED_TRACE(std::string(dtype_str(dt)) + " bits=" + std::to_string(bits) +
+                             (rnd ? " stochastic" : " nearest"));
                 std::vector<uint8_t> ref_payload, ref_out, ref_acc;
                 for (Isa isa : paths) {
                     auto inst = make_inst(p, dt, 3, isa);
@@ -492,8 +501,9 @@ TEST(QuantizeIsa, AllPathsWriteTheSameBits) {
                     acc.set(4, INFINITY);
                     acc.set(5, -INFINITY);
                     for (size_t i = 6; i < n; i += 3) acc.set(i, 0.001 * static_cast<double>(i));
-                    ASSERT_EQ(tq::decode(*inst, red.payload.data(), red.payload.size(), acc.data(), n, 1, TERSE_OP_SUM),
-                              TERSE_CODEC_OK);
+                    ASSERT_EQ(
+                        tq::decode(*inst, red.payload.data(), red.payload.size(), acc.data(), n, 1, TERSE_OP_SUM),
+                        TERSE_CODEC_OK);
                     if (isa == Isa::Scalar) {
                         ref_payload = red.payload;
                         ref_out = red.result.raw();
@@ -529,10 +539,8 @@ TEST(QuantizeIsa, HalfConversionsMatchHardware) {
         const float f = terse_codec::f16_to_f32(static_cast<uint16_t>(h));
         const uint16_t back = terse_codec::f32_to_f16(f);
         const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
-        if (nan)
-            EXPECT_EQ(back, h | 0x200) << h;  // quieted
-        else
-            EXPECT_EQ(back, h) << h;
+        if (nan) EXPECT_EQ(back, h | 0x200) << h;  // quieted
+        else EXPECT_EQ(back, h) << h;
     }
 #if defined(__x86_64__)
     if (terse_codec::isa_available(Isa::Avx2)) {
@@ -570,12 +578,16 @@ TEST(QuantizeCorrupt, TruncatedAndExtendedPayloadsAreRejected) {
     const auto pay = sample_payload(*inst, n, 3);
     std::vector<float> out(n);
     for (size_t len = 0; len < pay.size(); len++)
-        EXPECT_EQ(tq::decode(*inst, pay.data(), len, out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT) << len;
+        EXPECT_EQ(tq::decode(*inst, pay.data(), len, out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT)
+            << len;
     std::vector<uint8_t> longer = pay;
     longer.push_back(0);
-    EXPECT_EQ(tq::decode(*inst, longer.data(), longer.size(), out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT);
-    EXPECT_EQ(tq::decode(*inst, pay.data(), pay.size(), out.data(), n - 1, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT);
-    EXPECT_EQ(tq::decode(*inst, pay.data(), pay.size(), out.data(), n, 0, TERSE_OP_MAX), TERSE_CODEC_ERR_UNSUPPORTED);
+    EXPECT_EQ(tq::decode(*inst, longer.data(), longer.size(), out.data(), n, 0, TERSE_OP_SUM),
+              TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(tq::decode(*inst, pay.data(), pay.size(), out.data(), n - 1, 0, TERSE_OP_SUM),
+              TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(tq::decode(*inst, pay.data(), pay.size(), out.data(), n, 0, TERSE_OP_MAX),
+              TERSE_CODEC_ERR_UNSUPPORTED);
     EXPECT_EQ(tq::decode(*inst, pay.data(), pay.size(), out.data(), n, 0, TERSE_OP_SUM), TERSE_CODEC_OK);
 }
 
@@ -602,7 +614,8 @@ TEST(QuantizeCorrupt, BadFieldsAreRejected) {
     expect_corrupt("reserved", [](auto &p) { p[7] = 1; });
     expect_corrupt("reserved 2", [](auto &p) { p[13] = 1; });
     expect_corrupt("contributors 0", [](auto &p) { terse_codec::put_u32(p.data() + 8, 0); });
-    expect_corrupt("contributors", [](auto &p) { terse_codec::put_u32(p.data() + 8, 5); });  // width says 3 (or 4)
+    expect_corrupt("contributors",
+                   [](auto &p) { terse_codec::put_u32(p.data() + 8, 5); });  // width says 3 (or 4)
     expect_corrupt("count", [](auto &p) { terse_codec::put_u64(p.data() + 16, 101); });
     expect_corrupt("scale NaN", [](auto &p) { terse_codec::put_u32(p.data() + 24, 0x7fc00000u); });
     expect_corrupt("scale Inf", [](auto &p) { terse_codec::put_u32(p.data() + 28, 0x7f800000u); });
@@ -626,7 +639,8 @@ TEST(QuantizeCorrupt, BadFieldsAreRejected) {
     std::vector<float> out1(101);
     ASSERT_EQ(tq::decode(*one, single.data(), single.size(), out1.data(), 101, 0, TERSE_OP_SUM), TERSE_CODEC_OK);
     single.back() |= 0x80;
-    EXPECT_EQ(tq::decode(*one, single.data(), single.size(), out1.data(), 101, 0, TERSE_OP_SUM), TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(tq::decode(*one, single.data(), single.size(), out1.data(), 101, 0, TERSE_OP_SUM),
+              TERSE_CODEC_ERR_CORRUPT);
 }
 
 TEST(QuantizeCorrupt, CombineRejectsMismatches) {
@@ -639,11 +653,15 @@ TEST(QuantizeCorrupt, CombineRejectsMismatches) {
     size_t la = 0, lb = 0, lo = 0;
     ASSERT_EQ(tq::encode(*inst, in[0].data(), n, a.data(), cap, &la, nullptr), TERSE_CODEC_OK);
     ASSERT_EQ(tq::encode(*inst, in[1].data(), n, b.data(), cap, &lb, nullptr), TERSE_CODEC_OK);
-    EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, b.data(), lb, 1, n, o.data(), cap, &lo), TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, b.data(), lb, 1, n, o.data(), cap, &lo),
+              TERSE_CODEC_ERR_CORRUPT);
     EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, o.data(), cap, &lo), TERSE_CODEC_OK);
-    EXPECT_EQ(tq::combine(*inst, a.data(), la, 2, a.data(), la, 1, n, o.data(), cap, &lo), TERSE_CODEC_ERR_CORRUPT);
-    EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la - 1, 1, n, o.data(), cap, &lo), TERSE_CODEC_ERR_CORRUPT);
-    EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, o.data(), la, &lo), TERSE_CODEC_ERR_NOSPACE);
+    EXPECT_EQ(tq::combine(*inst, a.data(), la, 2, a.data(), la, 1, n, o.data(), cap, &lo),
+              TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la - 1, 1, n, o.data(), cap, &lo),
+              TERSE_CODEC_ERR_CORRUPT);
+    EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, o.data(), la, &lo),
+              TERSE_CODEC_ERR_NOSPACE);
     // Adding a payload to itself doubles every value exactly.
     ASSERT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, o.data(), cap, &lo), TERSE_CODEC_OK);
     std::vector<float> one(n), two(n);
@@ -669,7 +687,8 @@ TEST(QuantizeCorrupt, RandomDamageNeverCrashes) {
         if (rc == TERSE_CODEC_OK)
             for (float v : out) ASSERT_TRUE(std::isfinite(v));
         size_t lo = 0;
-        const int rc2 = tq::combine(*inst, p.data(), p.size(), 2, pay.data(), pay.size(), 2, n, o.data(), o.size(), &lo);
+        const int rc2 = tq::combine(*inst, p.data(), p.size(), 2, pay.data(), pay.size(), 2, n, o.data(),
+                                    o.size(), &lo);
         ASSERT_TRUE(rc2 == TERSE_CODEC_OK || rc2 == TERSE_CODEC_ERR_CORRUPT || rc2 == TERSE_CODEC_ERR_NOSPACE);
     }
 }
@@ -733,7 +752,8 @@ TEST(QuantizePlugin, ModuleExportsAValidDescriptor) {
     std::vector<uint8_t> enc(d->max_encoded_size(inst, x.size())), both(enc.size());
     size_t len = 0, blen = 0;
     ASSERT_EQ(d->encode(inst, x.data(), x.size(), enc.data(), enc.size(), &len, &call), TERSE_CODEC_OK);
-    ASSERT_EQ(d->combine(inst, enc.data(), len, 1, enc.data(), len, 1, x.size(), both.data(), both.size(), &blen, &call),
+    ASSERT_EQ(d->combine(inst, enc.data(), len, 1, enc.data(), len, 1, x.size(), both.data(), both.size(), &blen,
+                         &call),
               TERSE_CODEC_OK);
     std::vector<float> y(x.size());
     ASSERT_EQ(d->decode(inst, both.data(), blen, y.data(), y.size(), 0, TERSE_OP_SUM, &call), TERSE_CODEC_OK);

@@ -32,12 +32,20 @@ const Module &module() {
 
 const terse_codec_descriptor_t *desc() { return module().desc(); }
 
-#define REQUIRE_MODULE() \
-    ASSERT_TRUE(module().error().empty()) << module().error()
+#define REQUIRE_MODULE() ASSERT_TRUE(module().error().empty()) << module().error()
 
-template <typename T> struct Bits;
-template <> struct Bits<float> { using U = uint32_t; static constexpr terse_dtype_t dt = TERSE_DTYPE_FLOAT32; };
-template <> struct Bits<double> { using U = uint64_t; static constexpr terse_dtype_t dt = TERSE_DTYPE_FLOAT64; };
+template <typename T>
+struct Bits;
+template <>
+struct Bits<float> {
+    using U = uint32_t;
+    static constexpr terse_dtype_t dt = TERSE_DTYPE_FLOAT32;
+};
+template <>
+struct Bits<double> {
+    using U = uint64_t;
+    static constexpr terse_dtype_t dt = TERSE_DTYPE_FLOAT64;
+};
 
 template <typename U>
 std::vector<U> to_bits(const void *p, size_t n) {
@@ -154,7 +162,9 @@ TEST(TopkCodec, Descriptor) {
 
 TEST(TopkCodec, ParamsDefaultsAndCanonicalText) {
     REQUIRE_MODULE();
-    struct Case { const char *spec, *canonical; } cases[] = {
+    struct Case {
+        const char *spec, *canonical;
+    } cases[] = {
         {"", "ratio=0.01,select=sampled"},
         {"ratio=0.25", "ratio=0.25,select=sampled"},
         {"select=exact,ratio=1", "ratio=1,select=exact"},
@@ -171,7 +181,9 @@ TEST(TopkCodec, ParamsDefaultsAndCanonicalText) {
 
 TEST(TopkCodec, ParamsErrorsNameKeyValueAndAcceptedRange) {
     REQUIRE_MODULE();
-    struct Case { const char *spec, *message; } cases[] = {
+    struct Case {
+        const char *spec, *message;
+    } cases[] = {
         {"ratio=1.5", "ratio=1.5 is out of range (accepted: 0 < ratio <= 1)"},
         {"ratio=0", "ratio=0 is out of range (accepted: 0 < ratio <= 1)"},
         {"ratio=-0.1", "ratio=-0.1 is out of range (accepted: 0 < ratio <= 1)"},
@@ -444,8 +456,8 @@ protected:
     // A rejected payload must leave the accumulator untouched.
     void expect_rejected(const std::vector<uint8_t> &p, const std::string &what, size_t count = 0) {
         auto before = acc;
-        EXPECT_EQ(codec->decode(p.data(), p.size(), acc.data(), count ? count : n, true),
-                  TERSE_CODEC_ERR_CORRUPT) << what;
+        EXPECT_EQ(codec->decode(p.data(), p.size(), acc.data(), count ? count : n, true), TERSE_CODEC_ERR_CORRUPT)
+            << what;
         EXPECT_EQ(acc, before) << what << ": accumulator changed by a rejected payload";
     }
     const size_t n = 20000;
@@ -456,14 +468,19 @@ protected:
 
 TEST_F(TopkCorrupt, TruncatedOrExtended) {
     for (size_t len = 0; len < good.size(); len++)
-        expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + len), "truncated to " + std::to_string(len));
+        expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + len),
+                        "truncated to " + std::to_string(len));
     auto longer = good;
     longer.push_back(0);
     expect_rejected(longer, "one byte appended");
 }
 
 TEST_F(TopkCorrupt, HeaderFields) {
-    auto bad = [&](size_t off, uint8_t v) { auto p = good; p[off] = v; return p; };
+    auto bad = [&](size_t off, uint8_t v) {
+        auto p = good;
+        p[off] = v;
+        return p;
+    };
     expect_rejected(bad(0, 2), "version 2");
     expect_rejected(bad(1, TERSE_DTYPE_FLOAT64), "dtype float64 for a float32 instance");
     expect_rejected(bad(2, 7), "unknown index coding");
@@ -481,7 +498,8 @@ TEST_F(TopkCorrupt, IndicesOutOfRangeOrMalformed) {
     // Handcrafted payloads: 2 values, then an index section.
     auto make = [&](uint8_t coding, std::vector<uint8_t> sec, uint32_t k = 2, uint32_t count = 20000) {
         std::vector<uint8_t> p(kHeaderSize + 4 * k + sec.size());
-        write_header(p.data(), Header{kFormatVersion, TERSE_DTYPE_FLOAT32, coding, 0, k, count, uint32_t(sec.size())});
+        write_header(p.data(),
+                     Header{kFormatVersion, TERSE_DTYPE_FLOAT32, coding, 0, k, count, uint32_t(sec.size())});
         for (size_t i = 0; i < sec.size(); i++) p[kHeaderSize + 4 * k + i] = sec[i];
         return p;
     };
@@ -566,7 +584,7 @@ TEST(TopkHalf, ConversionsRoundTripAndRound) {
         EXPECT_EQ(float_to_bf16(bf16_to_float(b)), b) << std::hex << h;
     }
     EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
-    EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // rounds to infinity
+    EXPECT_EQ(float_to_half(65520.0f), 0x7c00);           // rounds to infinity
     EXPECT_EQ(float_to_half(1.0f + 0x1.0p-11f), 0x3c00);  // tie to even
     EXPECT_EQ(float_to_half(1.0f + 0x1.8p-11f), 0x3c01);
     EXPECT_EQ(float_to_half(0x1.0p-25f), 0x0000);  // tie to even (zero)
@@ -591,7 +609,8 @@ TEST(TopkCodec, SharedSampleFields) {
                 char spec[64];
                 snprintf(spec, sizeof spec, "ratio=%g,select=%s", ratio, sel);
                 check_contract(x, spec, ratio, std::string(f) + " " + spec);
-                check_contract(std::vector<double>(x.begin(), x.end()), spec, ratio, std::string(f) + " f64 " + spec);
+                check_contract(std::vector<double>(x.begin(), x.end()), spec, ratio,
+                               std::string(f) + " f64 " + spec);
             }
         }
     }
@@ -673,7 +692,8 @@ TEST(TopkIndexCoding, BothCodingsRoundTrip) {
         for (auto p : pick) idx.push_back(uint32_t(p));
         for (int coding = 0; coding < 2; coding++) {
             std::vector<uint8_t> sec(coding ? bitpacked_size(idx.data(), k) : varint_size(idx.data(), k));
-            const size_t w = coding ? bitpacked_write(idx.data(), k, sec.data()) : varint_write(idx.data(), k, sec.data());
+            const size_t w = coding ? bitpacked_write(idx.data(), k, sec.data())
+                                    : varint_write(idx.data(), k, sec.data());
             ASSERT_EQ(w, sec.size());
             std::vector<uint32_t> back(k);
             auto sink = [&](size_t j, uint32_t i) { back[j] = i; };

@@ -28,10 +28,14 @@ const terse_codec_descriptor_t *desc() { return module().desc(); }
 
 #define REQUIRE_MODULE() ASSERT_TRUE(module().error().empty()) << module().error()
 
-template <typename T> constexpr terse_dtype_t dtype_of() {
+template <typename T>
+constexpr terse_dtype_t dtype_of() {
     return sizeof(T) == 4 ? TERSE_DTYPE_FLOAT32 : TERSE_DTYPE_FLOAT64;
 }
-template <typename T> constexpr zfp_type ztype_of() { return sizeof(T) == 4 ? zfp_type_float : zfp_type_double; }
+template <typename T>
+constexpr zfp_type ztype_of() {
+    return sizeof(T) == 4 ? zfp_type_float : zfp_type_double;
+}
 
 // What libzfp itself writes for the same data and settings (no zfp header).
 template <typename T>
@@ -87,7 +91,9 @@ TEST(ZfpCodec, Descriptor) {
 
 TEST(ZfpCodec, ParamsDefaultsAndCanonicalText) {
     REQUIRE_MODULE();
-    struct Case { const char *spec, *canonical; } cases[] = {
+    struct Case {
+        const char *spec, *canonical;
+    } cases[] = {
         {"", "mode=rate,rate=8"},
         {"rate=4", "mode=rate,rate=4"},
         {"mode=rate", "mode=rate,rate=8"},
@@ -106,8 +112,11 @@ TEST(ZfpCodec, ParamsDefaultsAndCanonicalText) {
 
 TEST(ZfpCodec, ParamsErrors) {
     REQUIRE_MODULE();
-    struct Case { const char *spec, *message; } cases[] = {
-        {"rate=0.5", "rate=0.5 is out of range (accepted: 1 <= rate <= 32 for float32, 1 <= rate <= 64 for float64"},
+    struct Case {
+        const char *spec, *message;
+    } cases[] = {
+        {"rate=0.5",
+         "rate=0.5 is out of range (accepted: 1 <= rate <= 32 for float32, 1 <= rate <= 64 for float64"},
         {"rate=65", "rate=65 is out of range"},
         {"rate=eight", "rate=eight is not a number"},
         {"accuracy=0", "accuracy=0 is out of range (accepted: absolute error tolerance > 0)"},
@@ -160,7 +169,8 @@ void check_rate(double rate, const std::vector<T> &x, const std::string &what) {
     ASSERT_EQ(rc, TERSE_CODEC_OK) << what;
     EXPECT_LE(p.size(), c.max_encoded_size(x.size())) << what;
     ASSERT_EQ(p.size(), kHeader + ref.size()) << what;
-    EXPECT_TRUE(std::equal(ref.begin(), ref.end(), p.begin() + kHeader)) << what << ": stream differs from libzfp's";
+    EXPECT_TRUE(std::equal(ref.begin(), ref.end(), p.begin() + kHeader))
+        << what << ": stream differs from libzfp's";
     std::vector<T> y(x.size());
     ASSERT_EQ(c.decode(p.data(), p.size(), y.data(), y.size(), false), TERSE_CODEC_OK) << what;
     for (auto v : y) ASSERT_TRUE(std::isfinite(double(v))) << what;
@@ -407,8 +417,8 @@ protected:
     }
     void expect_rejected(const std::vector<uint8_t> &p, const std::string &what, size_t count = 0) {
         auto before = acc;
-        EXPECT_EQ(codec->decode(p.data(), p.size(), acc.data(), count ? count : n, true),
-                  TERSE_CODEC_ERR_CORRUPT) << what;
+        EXPECT_EQ(codec->decode(p.data(), p.size(), acc.data(), count ? count : n, true), TERSE_CODEC_ERR_CORRUPT)
+            << what;
         EXPECT_EQ(acc, before) << what << ": accumulator changed by a rejected payload";
     }
     const size_t n = 10000;
@@ -419,11 +429,16 @@ protected:
 
 TEST_P(ZfpCorrupt, TruncatedExtendedAndForeign) {
     for (size_t len = 0; len < good.size(); len += (len < 64 ? 1 : 37))
-        expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + len), "truncated to " + std::to_string(len));
+        expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + len),
+                        "truncated to " + std::to_string(len));
     auto longer = good;
     longer.resize(good.size() + 8);
     expect_rejected(longer, "8 bytes appended");
-    auto bad = [&](size_t off, uint8_t v) { auto p = good; p[off] = v; return p; };
+    auto bad = [&](size_t off, uint8_t v) {
+        auto p = good;
+        p[off] = v;
+        return p;
+    };
     expect_rejected(bad(0, 9), "version");
     expect_rejected(bad(1, TERSE_DTYPE_FLOAT64), "dtype");
     expect_rejected(bad(2, good[2] ^ 1), "mode");

@@ -49,8 +49,7 @@ int main(int argc, char **argv) {
     }
     /* 250 rounds of two communicators: a leak of even one small buffer per
      * communicator (a chunk scratch is >= 64 KiB) would exceed this. */
-    CHECK(end - base < 4096, "RSS grew from %ld KiB to %ld KiB over %d rounds", base, end,
-          rounds - WARMUP);
+    CHECK(end - base < 4096, "RSS grew from %ld KiB to %ld KiB over %d rounds", base, end, rounds - WARMUP);
     if (rank == 0) printf("RSS after warm-up %ld KiB, at end %ld KiB\n", base, end);
     MPI_Finalize();
     return 0;

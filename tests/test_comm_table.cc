@@ -24,10 +24,8 @@ namespace {
 // Handles are pointers in Open MPI and integers in MPICH.
 template <class Handle = MPI_Comm>
 Handle handle(uintptr_t v) {
-    if constexpr (std::is_pointer_v<Handle>)
-        return reinterpret_cast<Handle>(v);
-    else
-        return static_cast<Handle>(v);
+    if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<Handle>(v);
+    else return static_cast<Handle>(v);
 }
 
 // Handles look like heap pointers: 16-byte aligned, near each other.
@@ -106,7 +104,7 @@ TEST(CommTable, ConcurrentLookupsNeverSeeAnotherState) {
     auto t = std::make_unique<CommTable>();
     const size_t h0 = CommTable::home(CommTable::key_of(comm(0)));
     const size_t readers = 3, own = 4;
-    const std::vector<size_t> wkeys = homed_at(h0, 8);               // the writer's, first in the run
+    const std::vector<size_t> wkeys = homed_at(h0, 8);  // the writer's, first in the run
     const std::vector<size_t> rkeys = homed_at((h0 + 1) % CommTable::kSlots, readers * own);
     for (size_t k : wkeys) t->insert(comm(k), state(k));
     for (size_t k : rkeys) t->insert(comm(k), state(k));

@@ -55,7 +55,10 @@ CommConfig applied(const char *key, const char *value) {
 
 uint64_t fnv1a(const std::string &s) {
     uint64_t h = 14695981039346656037ull;
-    for (unsigned char c : s) { h ^= c; h *= 1099511628211ull; }
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
     return h;
 }
 
@@ -69,9 +72,7 @@ TEST(CodecSpec, BareName) {
     EXPECT_EQ(s.text(), "zfp");
 }
 
-TEST(CodecSpec, DefaultIsNone) {
-    EXPECT_EQ(CodecSpec{}.text(), "none");
-}
+TEST(CodecSpec, DefaultIsNone) { EXPECT_EQ(CodecSpec{}.text(), "none"); }
 
 TEST(CodecSpec, ParamsKeepWrittenOrderAndCanonicalSorts) {
     CodecSpec s;
@@ -94,7 +95,9 @@ TEST(CodecSpec, CanonicalTextParsesBack) {
     EXPECT_EQ(t.text(), s.text());
 }
 
-struct BadSpec { const char *text, *reason; };
+struct BadSpec {
+    const char *text, *reason;
+};
 
 // Each spec is refused naming the variable, the spec, the reason and the
 // accepted form, and leaves the output as it was.
@@ -142,7 +145,10 @@ TEST(CodecSpec, Errors) {
 TEST(CodecAuto, CandidatesAndBudget) {
     CodecSpec s;
     ASSERT_EQ(codec_spec_parse("auto:candidates=quantize:bits=8|quantize:bits=4,block=256|errbound:rel=1e-3,"
-                               "budget=rel:1e-2", "t", &s), TERSE_OK) << err();
+                               "budget=rel:1e-2",
+                               "t", &s),
+              TERSE_OK)
+        << err();
     EXPECT_TRUE(codec_is_auto(s));
     const AutoCodec a = auto_codec_of(s);
     ASSERT_EQ(a.candidates.size(), 3u);
@@ -211,10 +217,20 @@ TEST(PlannerKey, ModelByDefaultFixedOnRequest) {
 
 TEST(ParseSize, Suffixes) {
     const std::pair<const char *, size_t> cases[] = {
-        {"0", 0}, {"65536", 65536}, {"64K", 65536}, {"64k", 65536}, {"64KiB", 65536},
-        {"64kib", 65536}, {"1M", 1u << 20}, {"1MiB", 1u << 20}, {"3m", 3u << 20},
-        {"2G", size_t(2) << 30}, {"1GiB", size_t(1) << 30}, {"1T", size_t(1) << 40},
-        {"1TiB", size_t(1) << 40}, {"007", 7},
+        {"0", 0},
+        {"65536", 65536},
+        {"64K", 65536},
+        {"64k", 65536},
+        {"64KiB", 65536},
+        {"64kib", 65536},
+        {"1M", 1u << 20},
+        {"1MiB", 1u << 20},
+        {"3m", 3u << 20},
+        {"2G", size_t(2) << 30},
+        {"1GiB", size_t(1) << 30},
+        {"1T", size_t(1) << 40},
+        {"1TiB", size_t(1) << 40},
+        {"007", 7},
     };
     for (const auto &[text, want] : cases) {
         size_t v = 12345;
@@ -224,8 +240,20 @@ TEST(ParseSize, Suffixes) {
 }
 
 TEST(ParseSize, Errors) {
-    const char *cases[] = {"", "K", "-1", "+1", "1.5M", "1KB", "1 K", "1e6", "0x10", "1Ki", "M1",
-                           "99999999999999999999", "18014398509481984K", "16777216T"};
+    const char *cases[] = {"",
+                           "K",
+                           "-1",
+                           "+1",
+                           "1.5M",
+                           "1KB",
+                           "1 K",
+                           "1e6",
+                           "0x10",
+                           "1Ki",
+                           "M1",
+                           "99999999999999999999",
+                           "18014398509481984K",
+                           "16777216T"};
     for (const char *text : cases) {
         size_t v = 12345;
         clear_error();
@@ -367,9 +395,11 @@ TEST(ConfigApply, Feedback) {
 
 TEST(ConfigApply, UnknownKeySuggestsClosest) {
     const std::pair<const char *, const char *> cases[] = {
-        {"codex", "codec"}, {"chunk_size", "chunk_bytes"}, {"min_byte", "min_bytes"},
-        {"pipline_depth", "pipeline_depth"}, {"algoritm", "algorithm"}, {"verfiy", "verify"},
-        {"CODEC", "codec"}, {"enabled", "enable"}, {"feedbak", "feedback"},
+        {"codex", "codec"},        {"chunk_size", "chunk_bytes"},
+        {"min_byte", "min_bytes"}, {"pipline_depth", "pipeline_depth"},
+        {"algoritm", "algorithm"}, {"verfiy", "verify"},
+        {"CODEC", "codec"},        {"enabled", "enable"},
+        {"feedbak", "feedback"},
     };
     for (const auto &[key, near] : cases) {
         CommConfig cfg;
@@ -383,9 +413,9 @@ TEST(ConfigApply, UnknownKeySuggestsClosest) {
 }
 
 TEST(ConfigApply, KeysListed) {
-    const std::vector<std::string> want = {"enable", "codec", "min_bytes", "chunk_bytes",
-                                           "pipeline_depth", "algorithm", "feedback", "verify",
-                                           "guard", "guard_budget", "tune_file", "planner"};
+    const std::vector<std::string> want = {"enable",         "codec",        "min_bytes", "chunk_bytes",
+                                           "pipeline_depth", "algorithm",    "feedback",  "verify",
+                                           "guard",          "guard_budget", "tune_file", "planner"};
     EXPECT_EQ(config_keys(), want);
 }
 
@@ -404,9 +434,9 @@ TEST(Canonical, Default) {
 
 TEST(Canonical, EveryFieldChangesStringAndHash) {
     const std::pair<const char *, const char *> changes[] = {
-        {"enable", "0"}, {"codec", "quantize:bits=8"}, {"min_bytes", "1"},
-        {"chunk_bytes", "64K"}, {"pipeline_depth", "2"}, {"algorithm", "ring"},
-        {"feedback", "on"}, {"feedback", "off"}, {"verify", "1"},
+        {"enable", "0"},        {"codec", "quantize:bits=8"}, {"min_bytes", "1"},
+        {"chunk_bytes", "64K"}, {"pipeline_depth", "2"},      {"algorithm", "ring"},
+        {"feedback", "on"},     {"feedback", "off"},          {"verify", "1"},
     };
     const CommConfig base;
     std::vector<uint64_t> hashes = {base.hash()};
@@ -426,10 +456,15 @@ TEST(Canonical, ParamOrderDoesNotMatter) {
 
 TEST(Canonical, ReadsBackThroughConfigApply) {
     CommConfig c;
-    for (const auto &[k, v] : std::vector<std::pair<const char *, const char *>>{
-             {"enable", "off"}, {"codec", "topk:ratio=0.01,block=64"}, {"min_bytes", "1M"},
-             {"chunk_bytes", "128K"}, {"pipeline_depth", "7"}, {"algorithm", "gather"},
-             {"feedback", "on"}, {"verify", "yes"}})
+    for (const auto &[k, v] :
+         std::vector<std::pair<const char *, const char *>>{{"enable", "off"},
+                                                            {"codec", "topk:ratio=0.01,block=64"},
+                                                            {"min_bytes", "1M"},
+                                                            {"chunk_bytes", "128K"},
+                                                            {"pipeline_depth", "7"},
+                                                            {"algorithm", "gather"},
+                                                            {"feedback", "on"},
+                                                            {"verify", "yes"}})
         ASSERT_EQ(config_apply(&c, k, v, "t"), TERSE_OK) << err();
     const std::string text = c.canonical();
     CommConfig back;
@@ -451,11 +486,23 @@ TEST(Canonical, ReadsBackThroughConfigApply) {
 // --------------------------------------------------------------------- environment
 
 TEST(Environment, ReadsEverything) {
-    Env env{"PATH=/bin", "TERSE_ENABLE=0", "TERSE_CODEC=quantize:bits=8",
-            "TERSE_MIN_BYTES=1K", "TERSE_CHUNK_BYTES=256K", "TERSE_PIPELINE_DEPTH=8",
-            "TERSE_ALGORITHM=ring", "TERSE_FEEDBACK=off", "TERSE_VERIFY=1",
-            "TERSE_GUARD=100", "TERSE_GUARD_BUDGET=rel:1e-3", "TERSE_PLUGIN_PATH=/a:/b", "TERSE_CONFIG=/etc/terse.conf", "TERSE_STATS=all",
-            "TERSE_LOG=debug", "TERSE_CAPTURE=/tmp/cap", "TERSE_CAPTURE_INTERVAL=10"};
+    Env env{"PATH=/bin",
+            "TERSE_ENABLE=0",
+            "TERSE_CODEC=quantize:bits=8",
+            "TERSE_MIN_BYTES=1K",
+            "TERSE_CHUNK_BYTES=256K",
+            "TERSE_PIPELINE_DEPTH=8",
+            "TERSE_ALGORITHM=ring",
+            "TERSE_FEEDBACK=off",
+            "TERSE_VERIFY=1",
+            "TERSE_GUARD=100",
+            "TERSE_GUARD_BUDGET=rel:1e-3",
+            "TERSE_PLUGIN_PATH=/a:/b",
+            "TERSE_CONFIG=/etc/terse.conf",
+            "TERSE_STATS=all",
+            "TERSE_LOG=debug",
+            "TERSE_CAPTURE=/tmp/cap",
+            "TERSE_CAPTURE_INTERVAL=10"};
     GlobalConfig g;
     CommConfig d;
     ASSERT_EQ(config_read_environment(&g, &d, env.get()), TERSE_OK) << err();
@@ -482,8 +529,10 @@ TEST(Environment, EmptyLeavesDefaults) {
 }
 
 TEST(Environment, Stats) {
-    const std::pair<const char *, int> cases[] = {{"TERSE_STATS=0", 0}, {"TERSE_STATS=1", 1},
-                                                  {"TERSE_STATS=all", 2}, {"TERSE_STATS=off", 0},
+    const std::pair<const char *, int> cases[] = {{"TERSE_STATS=0", 0},
+                                                  {"TERSE_STATS=1", 1},
+                                                  {"TERSE_STATS=all", 2},
+                                                  {"TERSE_STATS=off", 0},
                                                   {"TERSE_STATS=ALL", 2}};
     for (const auto &[var, want] : cases) {
         Env env{var};
@@ -494,11 +543,15 @@ TEST(Environment, Stats) {
     }
 }
 
-struct BadEnv { const char *var; std::vector<const char *> parts; };
+struct BadEnv {
+    const char *var;
+    std::vector<const char *> parts;
+};
 
 TEST(Environment, BadValuesNameVariableValueAndAccepted) {
     const BadEnv cases[] = {
-        {"TERSE_PIPELINE_DEPTH=0", {"TERSE_PIPELINE_DEPTH: invalid value '0' for pipeline_depth (accepted: an integer 1..64)"}},
+        {"TERSE_PIPELINE_DEPTH=0",
+         {"TERSE_PIPELINE_DEPTH: invalid value '0' for pipeline_depth (accepted: an integer 1..64)"}},
         {"TERSE_CHUNK_BYTES=1K", {"TERSE_CHUNK_BYTES", "'1K'", "chunk_bytes", "4K..1G"}},
         {"TERSE_MIN_BYTES=10Q", {"TERSE_MIN_BYTES", "'10Q'", "min_bytes", "0..1T"}},
         {"TERSE_ENABLE=maybe", {"TERSE_ENABLE", "'maybe'", "enable", "on, off"}},
@@ -546,8 +599,8 @@ TEST(Environment, MisspelledVariablesSuggestClosest) {
         clear_error();
         EXPECT_EQ(config_read_environment(&g, &d, env.get()), TERSE_ERR_INVALID) << var;
         const std::string name = std::string(var).substr(0, std::string(var).find('='));
-        expect_contains(err(), {"environment: unknown variable", ("'" + name + "'").c_str(),
-                                "TERSE_PLUGIN_PATH", "TERSE_UCX_* are passed to UCX"});
+        expect_contains(err(), {"environment: unknown variable", ("'" + name + "'").c_str(), "TERSE_PLUGIN_PATH",
+                                "TERSE_UCX_* are passed to UCX"});
         if (std::string(var) != "TERSE_UCX=tcp") {
             EXPECT_NE(err().find(std::string("did you mean '") + near + "'?"), std::string::npos) << err();
         }
@@ -555,8 +608,7 @@ TEST(Environment, MisspelledVariablesSuggestClosest) {
 }
 
 TEST(Environment, UcxVariablesBelongToUcx) {
-    Env env{"TERSE_UCX_TLS=tcp", "TERSE_UCX_NET_DEVICES=eth0", "TERSE_UCX_LOG_LEVEL=debug",
-            "TERSE_CODEC=zfp"};
+    Env env{"TERSE_UCX_TLS=tcp", "TERSE_UCX_NET_DEVICES=eth0", "TERSE_UCX_LOG_LEVEL=debug", "TERSE_CODEC=zfp"};
     GlobalConfig g;
     CommConfig d;
     ASSERT_EQ(config_read_environment(&g, &d, env.get()), TERSE_OK) << err();
@@ -564,8 +616,7 @@ TEST(Environment, UcxVariablesBelongToUcx) {
 }
 
 TEST(Environment, TestHarnessVariablesAreNotConfiguration) {
-    Env env{"TERSE_LIB=/x/libterse.so", "TERSE_SRCDIR=/s", "TERSE_BUILDDIR=/b",
-            "TERSE_SHARED_DATA=/d"};
+    Env env{"TERSE_LIB=/x/libterse.so", "TERSE_SRCDIR=/s", "TERSE_BUILDDIR=/b", "TERSE_SHARED_DATA=/d"};
     GlobalConfig g;
     CommConfig d;
     ASSERT_EQ(config_read_environment(&g, &d, env.get()), TERSE_OK) << err();
@@ -591,11 +642,11 @@ TEST(Environment, ProcessEnvironmentWhenNull) {
 
 TEST(Environment, VariableList) {
     const auto &v = config_environment_variables();
-    for (const char *n : {"TERSE_ENABLE", "TERSE_CODEC", "TERSE_MIN_BYTES", "TERSE_CHUNK_BYTES",
-                          "TERSE_PIPELINE_DEPTH", "TERSE_ALGORITHM", "TERSE_FEEDBACK",
-                          "TERSE_VERIFY", "TERSE_GUARD", "TERSE_GUARD_BUDGET", "TERSE_TUNE_FILE", "TERSE_PLANNER",
-                          "TERSE_PLUGIN_PATH", "TERSE_CONFIG", "TERSE_STATS", "TERSE_LOG", "TERSE_CAPTURE",
-                          "TERSE_CAPTURE_INTERVAL", "TERSE_NODE_KEY"})
+    for (const char *n :
+         {"TERSE_ENABLE", "TERSE_CODEC", "TERSE_MIN_BYTES", "TERSE_CHUNK_BYTES", "TERSE_PIPELINE_DEPTH",
+          "TERSE_ALGORITHM", "TERSE_FEEDBACK", "TERSE_VERIFY", "TERSE_GUARD", "TERSE_GUARD_BUDGET",
+          "TERSE_TUNE_FILE", "TERSE_PLANNER", "TERSE_PLUGIN_PATH", "TERSE_CONFIG", "TERSE_STATS", "TERSE_LOG",
+          "TERSE_CAPTURE", "TERSE_CAPTURE_INTERVAL", "TERSE_NODE_KEY"})
         EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
     EXPECT_EQ(v.size(), 19u);
 }
@@ -632,9 +683,10 @@ TEST(ConfigFileTest, GlobsApplyInFileOrder) {
 
     CommConfig world;
     ASSERT_EQ(f.apply("MPI_COMM_WORLD", &world), TERSE_OK) << err();
-    EXPECT_EQ(world.canonical(),
-              "enable=1 codec=quantize:bits=8 min_bytes=32768 chunk_bytes=524288 "
-              "pipeline_depth=2 algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
+    EXPECT_EQ(
+        world.canonical(),
+        "enable=1 codec=quantize:bits=8 min_bytes=32768 chunk_bytes=524288 "
+        "pipeline_depth=2 algorithm=auto feedback=default verify=0 guard=0 guard_budget=off tune_file= planner=model");
 
     CommConfig s12;
     ASSERT_EQ(f.apply("solver_12", &s12), TERSE_OK) << err();
@@ -698,7 +750,10 @@ TEST(ConfigFileTest, EmptyFileChangesNothing) {
     EXPECT_EQ(c.canonical(), CommConfig{}.canonical());
 }
 
-struct BadFile { const char *text; std::vector<const char *> parts; };
+struct BadFile {
+    const char *text;
+    std::vector<const char *> parts;
+};
 
 TEST(ConfigFileTest, ErrorsGiveFileAndLine) {
     const BadFile cases[] = {
@@ -775,7 +830,7 @@ TEST(InfoHints, AppliesTerseKeysIgnoresOthers) {
     Info info;
     info.set("terse_codec", "quantize:bits=8,block=64");
     info.set("terse_min_bytes", "1M");
-    info.set("cb_nodes", "4");              // someone else's hint
+    info.set("cb_nodes", "4");  // someone else's hint
     info.set("mpi_assert_no_any_tag", "true");
     CommConfig c;
     ASSERT_EQ(config_apply_info(info.info, &c), TERSE_OK) << err();
@@ -841,8 +896,8 @@ TEST(Overrides, ApplyAndReport) {
 
 // Layers built the way comm_state resolves a communicator's configuration.
 TEST(Precedence, DefaultsEnvFileInfoOverrides) {
-    Env env{"TERSE_CODEC=zfp:rate=4", "TERSE_MIN_BYTES=1K", "TERSE_CHUNK_BYTES=64K",
-            "TERSE_PIPELINE_DEPTH=2", "TERSE_ALGORITHM=ring"};
+    Env env{"TERSE_CODEC=zfp:rate=4", "TERSE_MIN_BYTES=1K", "TERSE_CHUNK_BYTES=64K", "TERSE_PIPELINE_DEPTH=2",
+            "TERSE_ALGORITHM=ring"};
     GlobalConfig g;
     CommConfig defaults;
     ASSERT_EQ(config_read_environment(&g, &defaults, env.get()), TERSE_OK) << err();

@@ -60,8 +60,8 @@ static void hints(void) {
     MPI_Info_create(&bad);
     MPI_Info_set(bad, "terse_pipeline_depth", "0");
     CHECK(MPI_Comm_set_info(c, bad) != MPI_SUCCESS, "bad hint accepted");
-    CHECK(strstr(terse_last_error(), "pipeline_depth") && strstr(terse_last_error(), "'0'"),
-          "message: %s", terse_last_error());
+    CHECK(strstr(terse_last_error(), "pipeline_depth") && strstr(terse_last_error(), "'0'"), "message: %s",
+          terse_last_error());
     MPI_Info_create(&good);
     MPI_Info_set(good, "terse_min_bytes", "1M");
     CHECK(MPI_Comm_set_info(c, good) == MPI_SUCCESS, "good hint refused: %s", terse_last_error());

@@ -29,9 +29,9 @@ constexpr ConfigSource kSources[] = {kFromEnv, kFromFile, kFromInfo, kFromApi};
 struct Applied {
     Status status;
     std::string message;
-    std::string value;         // the key's field afterwards, canonical
-    std::string comm_before;   // the whole per-communicator config before ...
-    std::string comm_after;    // ... and after
+    std::string value;        // the key's field afterwards, canonical
+    std::string comm_before;  // the whole per-communicator config before ...
+    std::string comm_after;   // ... and after
 };
 
 Applied apply_from(ConfigSource source, const ConfigKey &key, const std::string &spelled,
@@ -74,9 +74,7 @@ std::string value_place(ConfigSource source, const std::string &spelled) {
     return "";
 }
 
-bool contains(const std::string &text, const std::string &part) {
-    return text.find(part) != std::string::npos;
-}
+bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
 
 std::string read_file(const std::string &path) {
     std::ifstream in(path);
@@ -117,8 +115,7 @@ bool documents(const std::vector<std::string> &lines, const std::string &name) {
         for (const char *m : {".B ", ".BI ", ".BR "})
             if (l.rfind(m, 0) == 0) {
                 const std::string arg = l.substr(strlen(m));
-                if (arg == name || arg.rfind(name + " ", 0) == 0 || arg.rfind(name + "=", 0) == 0)
-                    return true;
+                if (arg == name || arg.rfind(name + " ", 0) == 0 || arg.rfind(name + "=", 0) == 0) return true;
             }
     return false;
 }
@@ -148,8 +145,7 @@ TEST(KeyTable, NamesAreUniqueAndEveryKeyHasASource) {
 TEST(KeyTable, DefaultIsTheFieldInitialiser) {
     const CommConfig c;
     const GlobalConfig g;
-    for (const ConfigKey &k : config_key_table())
-        EXPECT_EQ(k.get(&c, &g), k.default_text) << k.name;
+    for (const ConfigKey &k : config_key_table()) EXPECT_EQ(k.get(&c, &g), k.default_text) << k.name;
 }
 
 TEST(KeyTable, EverySourceParsesTheDefault) {
@@ -220,8 +216,7 @@ TEST(KeyTable, SourcesThatDoNotAcceptAKeyRefuseIt) {
             EXPECT_EQ(a.status, TERSE_ERR_INVALID) << config_source_name(s) << " " << spelled;
             EXPECT_TRUE(contains(a.message, "'" + spelled + "' cannot be set here")) << a.message;
             for (ConfigSource t : kSources)
-                if (k.accepts(t))
-                    EXPECT_TRUE(contains(a.message, config_key_spelling(k, t))) << a.message;
+                if (k.accepts(t)) EXPECT_TRUE(contains(a.message, config_key_spelling(k, t))) << a.message;
         }
 }
 
@@ -242,8 +237,7 @@ TEST(KeyTable, ListedByTerseConfigCheck) {
         EXPECT_TRUE(contains(out, k.help)) << k.name;
         for (ConfigSource s : kSources)
             if (k.accepts(s))
-                EXPECT_TRUE(contains(out, std::string(config_source_name(s)) + " " +
-                                              config_key_spelling(k, s)))
+                EXPECT_TRUE(contains(out, std::string(config_source_name(s)) + " " + config_key_spelling(k, s)))
                     << k.name << ": " << config_source_name(s) << " missing in the listing";
     }
 }
@@ -258,8 +252,7 @@ TEST(KeyTable, DocumentedInManPages) {
     const auto info = man_section(terse7, ".SH MPI_INFO HINTS");
     const auto file = man_section(terse7, ".SH CONFIGURATION FILE");
     const auto configure = man_section(api3, ".SS terse_comm_configure()");
-    ASSERT_FALSE(comm_env.empty() || process_env.empty() || info.empty() || file.empty() ||
-                 configure.empty())
+    ASSERT_FALSE(comm_env.empty() || process_env.empty() || info.empty() || file.empty() || configure.empty())
         << "a section the keys are documented in was renamed";
     for (const ConfigKey &k : config_key_table()) {
         const bool comm = k.scope == KeyScope::Comm;

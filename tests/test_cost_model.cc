@@ -68,10 +68,10 @@ TEST(CostModel, CurveInterpolatesAndExtrapolates) {
     c.add(1 << 20, 1e-3);
     c.add(512, 1.0);  // not above the last point: ignored
     EXPECT_EQ(c.points, 3);
-    EXPECT_DOUBLE_EQ(c.at(1), 1e-6);       // below: the smallest point
-    EXPECT_DOUBLE_EQ(c.at(1024), 4e-6);    // on a point
+    EXPECT_DOUBLE_EQ(c.at(1), 1e-6);     // below: the smallest point
+    EXPECT_DOUBLE_EQ(c.at(1024), 4e-6);  // on a point
     const double mid = c.at(std::sqrt(8.0 * 1024));
-    EXPECT_NEAR(mid, 2e-6, 1e-12);         // log-log: geometric mean
+    EXPECT_NEAR(mid, 2e-6, 1e-12);  // log-log: geometric mean
     const double slope = (1e-3 - 4e-6) / double((1 << 20) - 1024);
     EXPECT_NEAR(c.at(2 << 20), 1e-3 + slope * (1 << 20), 1e-12);  // the last segment's bandwidth
 }
@@ -95,8 +95,7 @@ TEST(CostModel, SchedulesFollowAlphaBeta) {
     in.nranks = 1;
     EXPECT_EQ(cost_ring(in, raw, 1 << 20), 0);
     // The old constant-model entry points are the same formulas.
-    EXPECT_DOUBLE_EQ(cost_ring(1 << 20, 4, 20e-6, 1e-9),
-                     6 * 20e-6 + 1.5 * double(1 << 20) * 1e-9);
+    EXPECT_DOUBLE_EQ(cost_ring(1 << 20, 4, 20e-6, 1e-9), 6 * 20e-6 + 1.5 * double(1 << 20) * 1e-9);
 }
 
 TEST(CostModel, PmpiOfOtherKinds) {
@@ -134,7 +133,8 @@ TEST(Selection, SharedMemoryGoesToTheMpiLibrary) {
     for (size_t b = 64 << 10; b <= (64u << 20); b *= 2) {
         Option p = s.choose(CollKind::Allreduce, b, kAll);
         if (p.engine) {  // at most one exploring call per class
-            s.observe(CollKind::Allreduce, b, kAll, p, Observation{10 * s.predict(Option{}, CollKind::Allreduce, b, kAll), 0, 1});
+            s.observe(CollKind::Allreduce, b, kAll, p,
+                      Observation{10 * s.predict(Option{}, CollKind::Allreduce, b, kAll), 0, 1});
             p = s.choose(CollKind::Allreduce, b, kAll);
         }
         EXPECT_FALSE(p.engine) << b;
@@ -181,8 +181,7 @@ TEST(Selection, ChoiceIsTheFastestPrediction) {
         const double chosen = s.predict(o, CollKind::Allreduce, bytes, kAll);
         std::vector<Option> all = {Option{}};
         for (int c = 0; c < 2; ++c)
-            for (Schedule sc : {Schedule::Ring, Schedule::RecursiveDoubling})
-                all.push_back(Option{true, c, sc});
+            for (Schedule sc : {Schedule::Ring, Schedule::RecursiveDoubling}) all.push_back(Option{true, c, sc});
         for (const Option &other : all) EXPECT_LE(chosen, s.predict(other, CollKind::Allreduce, bytes, kAll));
     }
 }
@@ -264,7 +263,8 @@ TEST(Selection, PinnedClassesSkipTheModel) {
 }
 
 TEST(Selection, SchedulesForAnAlgorithm) {
-    for (const ScheduleModel &m : schedules_for(Algorithm::Ring)) EXPECT_NE(m.schedule, Schedule::RecursiveDoubling);
+    for (const ScheduleModel &m : schedules_for(Algorithm::Ring))
+        EXPECT_NE(m.schedule, Schedule::RecursiveDoubling);
     CodecModel q = quantize8();
     bool rs_served = false;
     for (const ScheduleModel &m : schedules_for(Algorithm::RecursiveDoubling))

@@ -104,12 +104,14 @@ void run_exact(MPI_Comm comm, size_t count, MPI_Op op, bool in_place, int seed) 
     CHECK(intercepted(comm) == before + 1, "%s: call was not run by terse", what);
     for (size_t j = count; j < count + 4; ++j) CHECK(out[j] == canary, "%s: wrote past the end", what);
     if (!in_place) {
-        for (size_t i = 0; i < count; ++i) CHECK(in[i] == make<T>(rank, i, seed), "%s: send buffer modified", what);
+        for (size_t i = 0; i < count; ++i)
+            CHECK(in[i] == make<T>(rank, i, seed), "%s: send buffer modified", what);
     }
     PMPI_Allreduce(in.data(), ref.data(), int(count), t, op, comm);
 
     if (std::is_integral_v<T> || op != MPI_SUM) {
-        CHECK(std::memcmp(out.data(), ref.data(), count * sizeof(T)) == 0, "%s: differs from PMPI_Allreduce", what);
+        CHECK(std::memcmp(out.data(), ref.data(), count * sizeof(T)) == 0, "%s: differs from PMPI_Allreduce",
+              what);
     } else {
         const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
         for (size_t i = 0; i < count; ++i) {
@@ -120,8 +122,8 @@ void run_exact(MPI_Comm comm, size_t count, MPI_Op op, bool in_place, int seed) 
                 exact += v;
             }
             double tol = 2 * size * eps * sum_abs;
-            CHECK(std::fabs(double(out[i]) - exact) <= tol, "%s: element %zu = %.17g, exact %.17g (tolerance %.3g)",
-                  what, i, double(out[i]), exact, tol);
+            CHECK(std::fabs(double(out[i]) - exact) <= tol,
+                  "%s: element %zu = %.17g, exact %.17g (tolerance %.3g)", what, i, double(out[i]), exact, tol);
         }
     }
     check_identical(comm, out.data(), count * sizeof(T), what);
@@ -175,9 +177,11 @@ int mode_lossy(int bits) {
             if (in_place) {
                 out = in;
                 CHECK(MPI_Allreduce(MPI_IN_PLACE, out.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
-                          MPI_SUCCESS, "lossy allreduce failed");
+                          MPI_SUCCESS,
+                      "lossy allreduce failed");
             } else {
-                CHECK(MPI_Allreduce(in.data(), out.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+                CHECK(MPI_Allreduce(in.data(), out.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
+                          MPI_SUCCESS,
                       "lossy allreduce failed");
             }
             double max_sum_abs = 0, max_err = 0;
@@ -200,7 +204,8 @@ int mode_lossy(int bits) {
     terse_comm_stats(MPI_COMM_WORLD, &s, sizeof s);
     CHECK(s.calls_intercepted == 6, "expected 6 intercepted calls, got %" PRIu64, s.calls_intercepted);
     if (g_size > 1) CHECK(s.bytes_wire < s.bytes_wire_raw, "lossy codec did not shrink the wire bytes");
-    if (getenv("TERSE_VERIFY") && g_size > 1) CHECK(s.max_abs_error > 0, "TERSE_VERIFY recorded no error for a lossy codec");
+    if (getenv("TERSE_VERIFY") && g_size > 1)
+        CHECK(s.max_abs_error > 0, "TERSE_VERIFY recorded no error for a lossy codec");
     return 0;
 }
 

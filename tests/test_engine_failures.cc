@@ -36,14 +36,12 @@ struct Sched {
 };
 
 const Sched kScheds[] = {
-    {"ring allreduce", "ring", Kind::Allreduce},
-    {"ring reduce-scatter", "ring", Kind::ReduceScatter},
-    {"ring allgather", "ring", Kind::Allgather},
-    {"recursive doubling", "recursive_doubling", Kind::Allreduce},
+    {"ring allreduce", "ring", Kind::Allreduce}, {"ring reduce-scatter", "ring", Kind::ReduceScatter},
+    {"ring allgather", "ring", Kind::Allgather}, {"recursive doubling", "recursive_doubling", Kind::Allreduce},
     {"gather", "gather", Kind::Allreduce},
 };
 
-const char *const kSteps[] = {"start",   "begin",     "rs:first", "rs:middle", "rs:last",
+const char *const kSteps[] = {"start",    "begin",     "rs:first", "rs:middle", "rs:last",
                               "ag:first", "ag:middle", "ag:last",  "hop:last"};
 
 // Elements per rank's contribution (per block for the reduce-scatter); with
@@ -85,8 +83,7 @@ Buffers make_buffers(Kind k) {
 
 int call(MPI_Comm comm, Kind k, Buffers &b) {
     switch (k) {
-    case Kind::Allreduce:
-        return MPI_Allreduce(b.in.data(), b.out.data(), int(kCount), MPI_FLOAT, MPI_SUM, comm);
+    case Kind::Allreduce: return MPI_Allreduce(b.in.data(), b.out.data(), int(kCount), MPI_FLOAT, MPI_SUM, comm);
     case Kind::ReduceScatter:
         return MPI_Reduce_scatter_block(b.in.data(), b.out.data(), int(kCount), MPI_FLOAT, MPI_SUM, comm);
     case Kind::Allgather:
@@ -128,13 +125,13 @@ void check_errors(int rc, bool origin, bool hop, const char *what) {
     const std::string text = error_string(rc);
     CHECK(text.rfind("terse: ", 0) == 0, "%s: MPI_Error_string says '%s'", what, text.c_str());
     const char *want = !origin ? "another rank" : hop ? "corrupt" : "out of memory";
-    CHECK(text.find(want) != std::string::npos, "%s: MPI_Error_string says '%s', expected '%s'", what, text.c_str(),
-          want);
+    CHECK(text.find(want) != std::string::npos, "%s: MPI_Error_string says '%s', expected '%s'", what,
+          text.c_str(), want);
     int cls = 0;
     CHECK(MPI_Error_class(rc, &cls) == MPI_SUCCESS, "%s: MPI_Error_class failed", what);
     CHECK(cls != MPI_ERR_OTHER && cls != MPI_ERR_INTERN, "%s: error class %d is MPI's own", what, cls);
-    CHECK(error_string(cls) == text, "%s: class %d says '%s', its code '%s'", what, cls, error_string(cls).c_str(),
-          text.c_str());
+    CHECK(error_string(cls) == text, "%s: class %d says '%s', its code '%s'", what, cls,
+          error_string(cls).c_str(), text.c_str());
     // The failing rank's class differs from everyone else's.
     std::vector<int> all(size_t(g_size) * 2);
     int mine[2] = {origin ? 1 : 0, cls};
@@ -197,8 +194,9 @@ int main(int argc, char **argv) {
         CHECK(st.calls_intercepted > 0, "%s: terse's engine ran none of the calls", s.name);
         MPI_Comm_free(&comm);
     }
-    if (g_rank == 0) printf("failures: %d cases, every rank failed each time and recovered (%s, %d ranks)\n", cases,
-                            codec, g_size);
+    if (g_rank == 0)
+        printf("failures: %d cases, every rank failed each time and recovered (%s, %d ranks)\n", cases, codec,
+               g_size);
     MPI_Finalize();
     return 0;
 }

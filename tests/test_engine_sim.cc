@@ -18,7 +18,9 @@ namespace {
 
 const char *alg_name(Algorithm a) { return terse::algorithm_name(a); }
 
-double elem(terse_dtype_t dt, const std::vector<uint8_t> &v, size_t i) { return terse::element_as_double(dt, v.data(), i); }
+double elem(terse_dtype_t dt, const std::vector<uint8_t> &v, size_t i) {
+    return terse::element_as_double(dt, v.data(), i);
+}
 
 // Exact (integers, MAX/MIN) or double-precision (float sums) reference of
 // the reduction of element i over ranks, plus sum of |x| for tolerances.
@@ -52,15 +54,17 @@ double eps_of(terse_dtype_t dt) {
 }
 
 // All ranks OK, nothing hung, every rank holds the same bits.
-::testing::AssertionResult ok_and_identical(const std::vector<RankResult> &res, bool hung, bool compare_bits = true) {
+::testing::AssertionResult ok_and_identical(const std::vector<RankResult> &res, bool hung,
+                                            bool compare_bits = true) {
     if (hung) return ::testing::AssertionFailure() << "operation hung";
     for (size_t r = 0; r < res.size(); ++r)
         if (res[r].status != TERSE_OK)
-            return ::testing::AssertionFailure() << "rank " << r << ": " << terse_status_string(res[r].status) << ": "
-                                                 << res[r].message;
+            return ::testing::AssertionFailure()
+                   << "rank " << r << ": " << terse_status_string(res[r].status) << ": " << res[r].message;
     if (compare_bits)
         for (size_t r = 1; r < res.size(); ++r)
-            if (res[r].out != res[0].out) return ::testing::AssertionFailure() << "rank " << r << " differs from rank 0";
+            if (res[r].out != res[0].out)
+                return ::testing::AssertionFailure() << "rank " << r << " differs from rank 0";
     return ::testing::AssertionSuccess();
 }
 
@@ -78,8 +82,9 @@ struct Case {
 
 std::string describe(const Case &c) {
     char buf[200];
-    snprintf(buf, sizeof buf, "n=%d count=%zu dtype=%s op=%d in_place=%d alg=%s chunk=%zu depth=%d eager=%d", c.n, c.count,
-             terse::dtype_name(c.dt), int(c.op), int(c.in_place), alg_name(c.alg), c.chunk_bytes, c.depth, int(c.eager));
+    snprintf(buf, sizeof buf, "n=%d count=%zu dtype=%s op=%d in_place=%d alg=%s chunk=%zu depth=%d eager=%d", c.n,
+             c.count, terse::dtype_name(c.dt), int(c.op), int(c.in_place), alg_name(c.alg), c.chunk_bytes,
+             c.depth, int(c.eager));
     return buf;
 }
 
@@ -126,14 +131,21 @@ TEST(EngineSim, LosslessAllreduceMatrix) {
     const terse_op_t ops[] = {TERSE_OP_SUM, TERSE_OP_MAX, TERSE_OP_MIN};
     unsigned combo = 0;
     for (int n : {1, 2, 3, 4, 5, 8})
-        for (size_t count : {size_t(0), size_t(1), size_t(2), size_t(n > 1 ? n - 1 : 3), size_t(7), size_t(31), size_t(1000)})
+        for (size_t count :
+             {size_t(0), size_t(1), size_t(2), size_t(n > 1 ? n - 1 : 3), size_t(7), size_t(31), size_t(1000)})
             for (Algorithm alg : algs)
                 for (bool in_place : {false, true}) {
                     ++combo;
                     // Vary the remaining knobs with the combination instead of
                     // multiplying them out.
-                    Case c{n, count, dts[combo % 4], ops[(combo / 4) % 3], in_place, alg,
-                           (combo % 3 == 0) ? size_t(1) << 20 : size_t(8 << (combo % 4)), 1 + int(combo % 3),
+                    Case c{n,
+                           count,
+                           dts[combo % 4],
+                           ops[(combo / 4) % 3],
+                           in_place,
+                           alg,
+                           (combo % 3 == 0) ? size_t(1) << 20 : size_t(8 << (combo % 4)),
+                           1 + int(combo % 3),
                            combo % 5 == 0};
                     check_lossless_allreduce(c);
                     if (HasFatalFailure()) return;
@@ -144,7 +156,9 @@ TEST(EngineSim, LosslessAllreduceLarger) {
     for (int n : {3, 5, 8})
         for (size_t count : {size_t(65537), size_t(1) << 18})
             for (Algorithm alg : {Algorithm::Ring, Algorithm::RecursiveDoubling}) {
-                Case c{n, count, n == 5 ? TERSE_DTYPE_INT64 : TERSE_DTYPE_FLOAT32, TERSE_OP_SUM, n == 8, alg, 16384, 2, false};
+                Case c{
+                    n, count, n == 5 ? TERSE_DTYPE_INT64 : TERSE_DTYPE_FLOAT32, TERSE_OP_SUM, n == 8, alg, 16384,
+                    2, false};
                 check_lossless_allreduce(c);
                 if (HasFatalFailure()) return;
             }
@@ -205,7 +219,8 @@ TEST(EngineSim, ReduceScatterBlockAndAllgather) {
                     ASSERT_TRUE(ok_and_identical(res, hung, false));
                     Ref ref = reference(dt, s.op, in, count * n);
                     for (int r = 0; r < n; ++r)
-                        ASSERT_EQ(0, std::memcmp(res[r].out.data(), ref.exact.data() + size_t(r) * count * es, count * es))
+                        ASSERT_EQ(0, std::memcmp(res[r].out.data(), ref.exact.data() + size_t(r) * count * es,
+                                                 count * es))
                             << "rank " << r;
                     // Allgather: everyone gets every rank's block.
                     s.kind = CollKind::Allgather;
@@ -213,7 +228,8 @@ TEST(EngineSim, ReduceScatterBlockAndAllgather) {
                     res = w.run(s, in2, &hung);
                     ASSERT_TRUE(ok_and_identical(res, hung));
                     for (int q = 0; q < n; ++q)
-                        ASSERT_EQ(0, std::memcmp(res[0].out.data() + size_t(q) * count * es, in2[q].data(), count * es))
+                        ASSERT_EQ(
+                            0, std::memcmp(res[0].out.data() + size_t(q) * count * es, in2[q].data(), count * es))
                             << "block " << q;
                 }
 }
@@ -231,8 +247,8 @@ struct LossyCase {
     bool in_place;
 };
 
-std::vector<RankResult> run_lossy(World &w, const LossyCase &c, const std::vector<std::vector<uint8_t>> &in, bool *hung,
-                                  bool feedback = false, size_t chunk_bytes = 256) {
+std::vector<RankResult> run_lossy(World &w, const LossyCase &c, const std::vector<std::vector<uint8_t>> &in,
+                                  bool *hung, bool feedback = false, size_t chunk_bytes = 256) {
     RunSpec s;
     s.codec = c.codec;
     s.dtype = c.dt;
@@ -292,7 +308,8 @@ TEST(EngineSim, LossyCodecsBoundedAndIdentical) {
                             double err = std::fabs(elem(dt, res[0].out, i) - ref.sum[i]);
                             double bound;
                             if (codec == trunc_codec())
-                                bound = (n + 2) * (dt == TERSE_DTYPE_FLOAT32 ? std::ldexp(1.0, -8) : 1.2e-7) * ref.abs[i];
+                                bound = (n + 2) * (dt == TERSE_DTYPE_FLOAT32 ? std::ldexp(1.0, -8) : 1.2e-7) *
+                                        ref.abs[i];
                             else  // fixq: each contribution off by half a step; steps are max|x| / 2^20 <= n / 2^20
                                 bound = n * (n / double(1 << 20)) + 4 * n * eps_of(dt) * ref.abs[i];
                             ASSERT_LE(err, bound + 1e-12) << "element " << i;
@@ -321,14 +338,16 @@ TEST(EngineSim, SummableReduceScatterAndAllgather) {
         Ref ref = reference(s.dtype, TERSE_OP_SUM, in, s.count * n);
         for (int r = 0; r < n; ++r)
             for (size_t i = 0; i < s.count; ++i)
-                ASSERT_NEAR(elem(s.dtype, res[r].out, i), ref.sum[size_t(r) * s.count + i], n * n / double(1 << 20) + 1e-12);
+                ASSERT_NEAR(elem(s.dtype, res[r].out, i), ref.sum[size_t(r) * s.count + i],
+                            n * n / double(1 << 20) + 1e-12);
         s.kind = CollKind::Allgather;
         auto in2 = make_inputs(s.dtype, s.count, n, 22);
         res = w.run(s, in2, &hung);
         ASSERT_TRUE(ok_and_identical(res, hung));
         for (int q = 0; q < n; ++q)
             for (size_t i = 0; i < s.count; ++i)
-                ASSERT_NEAR(elem(s.dtype, res[0].out, size_t(q) * s.count + i), elem(s.dtype, in2[q], i), n / double(1 << 20));
+                ASSERT_NEAR(elem(s.dtype, res[0].out, size_t(q) * s.count + i), elem(s.dtype, in2[q], i),
+                            n / double(1 << 20));
     }
 }
 
@@ -395,9 +414,10 @@ TEST(EngineSim, ErrorFeedbackBoundsCumulativeError) {
         Algorithm alg;
         int n;
     };
-    for (FbCase fc : {FbCase{trunc_codec(), Algorithm::Ring, 4}, FbCase{trunc_codec(), Algorithm::RecursiveDoubling, 5},
-                      FbCase{trunc_codec(), Algorithm::Gather, 3}, FbCase{fixq_codec(), Algorithm::Ring, 3},
-                      FbCase{sparse_codec(), Algorithm::Gather, 3}}) {
+    for (FbCase fc :
+         {FbCase{trunc_codec(), Algorithm::Ring, 4}, FbCase{trunc_codec(), Algorithm::RecursiveDoubling, 5},
+          FbCase{trunc_codec(), Algorithm::Gather, 3}, FbCase{fixq_codec(), Algorithm::Ring, 3},
+          FbCase{sparse_codec(), Algorithm::Gather, 3}}) {
         SCOPED_TRACE(std::string(fc.codec->name) + " " + alg_name(fc.alg));
         const size_t count = 2000;
         const int T = 30;
@@ -414,7 +434,8 @@ TEST(EngineSim, ErrorFeedbackBoundsCumulativeError) {
                 ASSERT_TRUE(ok_and_identical(res, hung));
                 for (size_t i = 0; i < count; ++i) cum[i] += elem(TERSE_DTYPE_FLOAT32, res[0].out, i);
             }
-            for (size_t i = 0; i < count; ++i) cum_err[fb] = std::max(cum_err[fb], std::fabs(cum[i] - T * ref.sum[i]));
+            for (size_t i = 0; i < count; ++i)
+                cum_err[fb] = std::max(cum_err[fb], std::fabs(cum[i] - T * ref.sum[i]));
         }
         // Without feedback the same rounding repeats every call; with it the
         // errors cancel over calls.
@@ -438,7 +459,8 @@ TEST(EngineSim, ErrorFeedbackInPlace) {
         for (size_t i = 0; i < count; ++i) cum[i] += elem(TERSE_DTYPE_FLOAT32, res[0].out, i);
     }
     double worst = 0;
-    for (size_t i = 0; i < count; ++i) worst = std::max(worst, std::fabs(cum[i] - T * ref.sum[i]) / (ref.abs[i] + 1e-9));
+    for (size_t i = 0; i < count; ++i)
+        worst = std::max(worst, std::fabs(cum[i] - T * ref.sum[i]) / (ref.abs[i] + 1e-9));
     EXPECT_LT(worst, 3 * (n + 2) * std::ldexp(1.0, -8)) << "cumulative error should stay at one call's size";
 }
 
@@ -528,7 +550,7 @@ TEST(EngineSim, InjectedFailureAtEveryStepReachesEveryRank) {
                             {Algorithm::Ring, CollKind::Allgather, "ring allgather"},
                             {Algorithm::RecursiveDoubling, CollKind::Allreduce, "recursive doubling"},
                             {Algorithm::Gather, CollKind::Allreduce, "gather"}};
-    const char *steps[] = {"start",   "begin",     "rs:first",   "rs:middle", "rs:last",   "ag:first",
+    const char *steps[] = {"start",     "begin",   "rs:first",  "rs:middle",  "rs:last", "ag:first",
                            "ag:middle", "ag:last", "hop:first", "hop:middle", "hop:last"};
     int fired = 0;
     for (const terse_codec_descriptor_t *codec : {identity_codec(), trunc_codec(), fixq_codec()})
@@ -547,15 +569,16 @@ TEST(EngineSim, InjectedFailureAtEveryStepReachesEveryRank) {
                 clean.algorithm = sc.alg;
                 clean.chunk_bytes = 1024;  // several chunks per hop
                 clean.depth = 2;
-                const size_t elems = sc.kind == CollKind::ReduceScatterBlock ? clean.count * size_t(n) : clean.count;
+                const size_t elems = sc.kind == CollKind::ReduceScatterBlock ? clean.count * size_t(n)
+                                                                             : clean.count;
                 const auto in = make_inputs(clean.dtype, elems, n, 4);
                 bool hung = false;
                 const auto baseline = w.run(clean, in, &hung);
                 ASSERT_TRUE(ok_and_identical(baseline, hung, same_bits));
                 for (const char *step : steps)
                     for (int origin = 0; origin < n; ++origin) {
-                        SCOPED_TRACE(std::string(codec->name) + " " + sc.name + " n=" + std::to_string(n) +
-                                     " " + step + " on rank " + std::to_string(origin));
+                        SCOPED_TRACE(std::string(codec->name) + " " + sc.name + " n=" + std::to_string(n) + " " +
+                                     step + " on rank " + std::to_string(origin));
                         RunSpec s = clean;
                         s.seed = uint32_t(origin + 1);
                         s.inject_rank = origin;
@@ -586,11 +609,13 @@ TEST(EngineSim, InjectedFailureAtEveryStepReachesEveryRank) {
                         const bool hop = st.find(':') != std::string::npos;
                         expect_all_fail(res, hung, hop ? TERSE_ERR_CORRUPT : TERSE_ERR_NO_MEMORY, origin);
                         if (!hop) {
-                            EXPECT_NE(res[origin].message.find("injected"), std::string::npos) << res[origin].message;
+                            EXPECT_NE(res[origin].message.find("injected"), std::string::npos)
+                                << res[origin].message;
                         }
                         s.inject_rank = -1;
                         res = w.run(s, in, &hung);
-                        ASSERT_TRUE(ok_and_identical(res, hung, same_bits)) << "the call after a failed one must work";
+                        ASSERT_TRUE(ok_and_identical(res, hung, same_bits))
+                            << "the call after a failed one must work";
                         if (exact) {
                             for (int r = 0; r < n; ++r) EXPECT_EQ(res[r].out, baseline[r].out) << "rank " << r;
                         }
@@ -612,13 +637,15 @@ TEST(Planner, AutoPicksRecursiveDoublingForShortMessages) {
     terse::CollArgs a;
     a.dtype = TERSE_DTYPE_FLOAT32;
     a.count = 1000;
-    EXPECT_EQ(terse::plan_collective(cfg, 8, a, identity_codec(), 1 << 18).schedule, terse::Schedule::RecursiveDoubling);
+    EXPECT_EQ(terse::plan_collective(cfg, 8, a, identity_codec(), 1 << 18).schedule,
+              terse::Schedule::RecursiveDoubling);
     a.count = 16 << 20;
     terse::Plan p = terse::plan_collective(cfg, 8, a, identity_codec(), 1 << 18);
     EXPECT_EQ(p.schedule, terse::Schedule::Ring);
     EXPECT_LE(p.chunk_elems, size_t(1) << 18);
     a.count = 3;
-    EXPECT_EQ(terse::plan_collective(cfg, 8, a, identity_codec(), 1 << 18).schedule, terse::Schedule::RecursiveDoubling);
+    EXPECT_EQ(terse::plan_collective(cfg, 8, a, identity_codec(), 1 << 18).schedule,
+              terse::Schedule::RecursiveDoubling);
     EXPECT_EQ(terse::plan_collective(cfg, 8, a, sparse_codec(), 1 << 18).schedule, terse::Schedule::Gather);
     a.count = 0;
     EXPECT_EQ(terse::plan_collective(cfg, 8, a, identity_codec(), 1 << 18).schedule, terse::Schedule::Trivial);
@@ -712,7 +739,8 @@ TEST(EngineProgress, SimulatedRanksDrivenByTheList) {
         ASSERT_EQ(terse::engine_start(env, cfg, a, terse::Priority::Normal, &ops[r]), TERSE_OK);
         terse::engine_progress_register(ops[r].get());
     }
-    for (int i = 0; i < 100000 && !std::all_of(ops.begin(), ops.end(), [](auto &o) { return o->finished(); }); ++i)
+    for (int i = 0; i < 100000 && !std::all_of(ops.begin(), ops.end(), [](auto &o) { return o->finished(); });
+         ++i)
         terse::engine_progress_all();
     for (auto &o : ops) {
         EXPECT_TRUE(o->finished());

@@ -24,8 +24,8 @@ std::vector<uint8_t> make_frame(uint64_t count = 16, uint8_t flags = 0, uint64_t
     if (payload_len == 0 && !(flags & terse::FRAME_POISON)) payload_len = count * 4;
     std::vector<uint8_t> f(kFrameHeaderSize + payload_len);
     for (size_t i = 0; i < payload_len; i++) f[kFrameHeaderSize + i] = static_cast<uint8_t>(i * 37 + 11);
-    size_t n = terse::frame_seal(f.data(), dtype, flags, (flags & terse::FRAME_RAW) ? 0 : kCodec, 5,
-                                 count, payload_len);
+    size_t n = terse::frame_seal(f.data(), dtype, flags, (flags & terse::FRAME_RAW) ? 0 : kCodec, 5, count,
+                                 payload_len);
     EXPECT_EQ(n, f.size());
     return f;
 }
@@ -39,12 +39,12 @@ terse::Status open(const std::vector<uint8_t> &f, FrameInfo *info = nullptr, uin
 
 std::string msg() { return terse::last_error(); }
 
-#define EXPECT_CORRUPT_WITH(expr, needle)                                          \
-    do {                                                                           \
-        terse::clear_error();                                                      \
-        EXPECT_EQ((expr), TERSE_ERR_CORRUPT);                                      \
-        EXPECT_NE(msg().find("frame from rank 3"), std::string::npos) << msg();    \
-        EXPECT_NE(msg().find(needle), std::string::npos) << msg();                 \
+#define EXPECT_CORRUPT_WITH(expr, needle)                                       \
+    do {                                                                        \
+        terse::clear_error();                                                   \
+        EXPECT_EQ((expr), TERSE_ERR_CORRUPT);                                   \
+        EXPECT_NE(msg().find("frame from rank 3"), std::string::npos) << msg(); \
+        EXPECT_NE(msg().find(needle), std::string::npos) << msg();              \
     } while (0)
 
 // ------------------------------------------------------------ CRC32C
@@ -95,8 +95,8 @@ TEST(Crc32c, HardwareAndSoftwareAgree) {
     std::vector<uint8_t> buf(200000 + 64);
     for (auto &b : buf) b = static_cast<uint8_t>(rng());
     // Lengths around every path boundary (8-byte tail, 3x256, 3x8192) plus random ones.
-    std::vector<size_t> lens = {0, 1, 7, 8, 9, 15, 16, 767, 768, 769, 1535, 1536, 24575, 24576,
-                                24577, 24576 + 768, 49152 + 769, 200000};
+    std::vector<size_t> lens = {0,   1,    7,    8,     9,     15,    16,          767,         768,
+                                769, 1535, 1536, 24575, 24576, 24577, 24576 + 768, 49152 + 769, 200000};
     for (int i = 0; i < 200; i++) lens.push_back(rng() % 100000);
     for (size_t len : lens)
         for (size_t align = 0; align < 8; align++) {
@@ -245,7 +245,8 @@ TEST(Frame, ReceiverMismatches) {
     auto f = make_frame(16);
     EXPECT_CORRUPT_WITH(open(f, nullptr, 17), "element count 16, expected 17");
     EXPECT_CORRUPT_WITH(open(f, nullptr, 16, TERSE_DTYPE_FLOAT64), "dtype float32 (1), expected float64 (2)");
-    EXPECT_CORRUPT_WITH(open(f, nullptr, 16, TERSE_DTYPE_FLOAT32, 0x0badc0deu), "codec id 0x12345678, expected 0x0badc0de");
+    EXPECT_CORRUPT_WITH(open(f, nullptr, 16, TERSE_DTYPE_FLOAT32, 0x0badc0deu),
+                        "codec id 0x12345678, expected 0x0badc0de");
 }
 
 TEST(Frame, MessageFromBrief) {
@@ -262,8 +263,7 @@ TEST(Frame, TruncatedAtEveryLength) {
         ASSERT_NE(msg().find("frame from rank 3"), std::string::npos) << msg();
         if (len < kFrameHeaderSize)
             ASSERT_NE(msg().find("shorter than the 40-byte header"), std::string::npos) << msg();
-        else
-            ASSERT_NE(msg().find("payload length 64 but"), std::string::npos) << msg();
+        else ASSERT_NE(msg().find("payload length 64 but"), std::string::npos) << msg();
     }
 }
 
@@ -275,8 +275,7 @@ TEST(Frame, TrailingBytesAreCorrupt) {
 
 TEST(Frame, NullBuffer) {
     FrameInfo info;
-    EXPECT_EQ(terse::frame_open(nullptr, 100, TERSE_DTYPE_FLOAT32, kCodec, 16, kPeer, &info),
-              TERSE_ERR_CORRUPT);
+    EXPECT_EQ(terse::frame_open(nullptr, 100, TERSE_DTYPE_FLOAT32, kCodec, 16, kPeer, &info), TERSE_ERR_CORRUPT);
 }
 
 // The field a flipped byte at offset `off` must be reported as.
@@ -307,8 +306,7 @@ TEST(Frame, EveryHeaderBitFlipIsCaught) {
             // the frame claims to be; it is caught by a later field instead.
             if (off == 6 && (1u << bit) == terse::FRAME_RAW) want = "check value";
             if (off == 6 && (1u << bit) == terse::FRAME_POISON) want = "poison frame with payload";
-            ASSERT_NE(msg().find(want), std::string::npos)
-                << "byte " << off << " bit " << bit << ": " << msg();
+            ASSERT_NE(msg().find(want), std::string::npos) << "byte " << off << " bit " << bit << ": " << msg();
         }
 }
 

@@ -58,8 +58,8 @@ int main(int argc, char **argv) {
         CHECK(st.guard_trip_call == (uint64_t)(tripped ? trip_at : 0), "call %d: guard_trip_call=%llu", call,
               (unsigned long long)st.guard_trip_call);
         const int want_exact = !spoiled || tripped;
-        CHECK(exact == want_exact, "call %d: result %s, expected %s (out[0]=%g)", call, exact ? "exact" : "inexact",
-              want_exact ? "exact" : "inexact", out[0]);
+        CHECK(exact == want_exact, "call %d: result %s, expected %s (out[0]=%g)", call,
+              exact ? "exact" : "inexact", want_exact ? "exact" : "inexact", out[0]);
         /* The same bits everywhere: a few samples of every rank's result. */
         float mine[4] = {out[0], out[1], out[COUNT / 2], out[COUNT - 1]};
         MPI_Allgather(mine, 4, MPI_FLOAT, all, 4, MPI_FLOAT, MPI_COMM_WORLD);

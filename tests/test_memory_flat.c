@@ -54,8 +54,10 @@ static void report(const char *what, long n, long base, long end, long peak, lon
     }
     CHECK(worst < SLACK_KIB, "%s: RSS grew by %ld KiB over %ld iterations (slack %d KiB)", what, worst, n,
           SLACK_KIB);
-    CHECK(worst_per_call <= MAX_FAULTS_PER_CALL, "%s: %.1f minor page faults per call (at most %d): buffers "
-          "are mapped anew every call", what, worst_per_call, MAX_FAULTS_PER_CALL);
+    CHECK(worst_per_call <= MAX_FAULTS_PER_CALL,
+          "%s: %.1f minor page faults per call (at most %d): buffers "
+          "are mapped anew every call",
+          what, worst_per_call, MAX_FAULTS_PER_CALL);
 }
 
 static void calls_loop(long calls, int count) {

@@ -28,7 +28,8 @@ static int rank, size, lossy;
 
 enum { F32, F64, I32, NTYPES };
 enum { AR, RSB, RS, AG, AGV, NKINDS };
-static const char *kname[] = {"iallreduce", "ireduce_scatter_block", "ireduce_scatter", "iallgather", "iallgatherv"};
+static const char *kname[] = {"iallreduce", "ireduce_scatter_block", "ireduce_scatter", "iallgather",
+                              "iallgatherv"};
 static const int kstat[] = {TERSE_KIND_IALLREDUCE, TERSE_KIND_IREDUCE_SCATTER_BLOCK, TERSE_KIND_IREDUCE_SCATTER,
                             TERSE_KIND_IALLGATHER, TERSE_KIND_IALLGATHERV};
 static MPI_Datatype mpi_of(int t) { return t == F32 ? MPI_FLOAT : t == F64 ? MPI_DOUBLE : MPI_INT; }
@@ -47,7 +48,7 @@ static double get(int t, const void *b, size_t i) {
 typedef struct {
     int kind, t, in_place, base, seed;
     int counts[64], displs[64];
-    size_t in_n, out_n;  /* elements of the input and of the result buffer */
+    size_t in_n, out_n; /* elements of the input and of the result buffer */
     char *in, *out, *ref;
     double maxabs;
     MPI_Request req;
@@ -69,10 +70,11 @@ static void op_make(Op *o, int kind, int t, int in_place, int base, int seed) {
     o->seed = seed;
     int total = 0;
     for (int i = 0; i < size; ++i) {
-        o->counts[i] = (kind == RS || kind == AGV) ? ((i % 3 == 1) ? 0 : base * (i + 1) / 2 + (base ? i : 0)) : base;
+        o->counts[i] = (kind == RS || kind == AGV) ? ((i % 3 == 1) ? 0 : base * (i + 1) / 2 + (base ? i : 0))
+                                                   : base;
         total += o->counts[i];
     }
-    for (int i = size - 1, pos = 0; i >= 0; --i) {  /* Allgatherv: reversed, with gaps */
+    for (int i = size - 1, pos = 0; i >= 0; --i) { /* Allgatherv: reversed, with gaps */
         o->displs[i] = pos;
         pos += o->counts[i] + 2;
     }
@@ -80,10 +82,22 @@ static void op_make(Op *o, int kind, int t, int in_place, int base, int seed) {
     MPI_Datatype dt = mpi_of(t);
     switch (kind) {
     case AR: o->in_n = o->out_n = (size_t)base; break;
-    case RSB: o->in_n = (size_t)base * size; o->out_n = in_place ? o->in_n : (size_t)base; break;
-    case RS: o->in_n = (size_t)total; o->out_n = in_place ? o->in_n : (size_t)o->counts[rank]; break;
-    case AG: o->in_n = (size_t)base; o->out_n = (size_t)base * size; break;
-    case AGV: o->in_n = (size_t)o->counts[rank]; o->out_n = (size_t)(o->displs[0] + o->counts[0]); break;
+    case RSB:
+        o->in_n = (size_t)base * size;
+        o->out_n = in_place ? o->in_n : (size_t)base;
+        break;
+    case RS:
+        o->in_n = (size_t)total;
+        o->out_n = in_place ? o->in_n : (size_t)o->counts[rank];
+        break;
+    case AG:
+        o->in_n = (size_t)base;
+        o->out_n = (size_t)base * size;
+        break;
+    case AGV:
+        o->in_n = (size_t)o->counts[rank];
+        o->out_n = (size_t)(o->displs[0] + o->counts[0]);
+        break;
     }
     o->in = malloc(o->in_n * es + 8);
     o->out = calloc(o->out_n + 1, es);
@@ -96,7 +110,9 @@ static void op_make(Op *o, int kind, int t, int in_place, int base, int seed) {
     case RSB: PMPI_Reduce_scatter_block(o->in, o->ref, base, dt, MPI_SUM, MPI_COMM_WORLD); break;
     case RS: PMPI_Reduce_scatter(o->in, o->ref, o->counts, dt, MPI_SUM, MPI_COMM_WORLD); break;
     case AG: PMPI_Allgather(o->in, base, dt, o->ref, base, dt, MPI_COMM_WORLD); break;
-    case AGV: PMPI_Allgatherv(o->in, o->counts[rank], dt, o->ref, o->counts, o->displs, dt, MPI_COMM_WORLD); break;
+    case AGV:
+        PMPI_Allgatherv(o->in, o->counts[rank], dt, o->ref, o->counts, o->displs, dt, MPI_COMM_WORLD);
+        break;
     }
     if (in_place) {
         if (kind == AG) memcpy(o->out + (size_t)rank * base * es, o->in, o->in_n * es);
@@ -114,7 +130,8 @@ static void op_start(Op *o) {
     case RSB: rc = MPI_Ireduce_scatter_block(sb, o->out, o->base, dt, MPI_SUM, MPI_COMM_WORLD, &o->req); break;
     case RS: rc = MPI_Ireduce_scatter(sb, o->out, o->counts, dt, MPI_SUM, MPI_COMM_WORLD, &o->req); break;
     case AG:
-        rc = o->in_place ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, o->out, o->base, dt, MPI_COMM_WORLD, &o->req)
+        rc = o->in_place ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, o->out, o->base, dt, MPI_COMM_WORLD,
+                                          &o->req)
                          : MPI_Iallgather(o->in, o->base, dt, o->out, o->base, dt, MPI_COMM_WORLD, &o->req);
         break;
     case AGV:
@@ -180,7 +197,8 @@ static void complete(int how, MPI_Request *reqs, int n) {
         break;
     case 1:
         while (!all_null(reqs, n))
-            for (int i = 0; i < n; ++i) CHECK(MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Test");
+            for (int i = 0; i < n; ++i)
+                CHECK(MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Test");
         break;
     case 2: CHECK(MPI_Waitall(n, reqs, st) == MPI_SUCCESS, "MPI_Waitall"); break;
     case 3:
@@ -250,7 +268,8 @@ int main(int argc, char **argv) {
             reqs[1] = next.req;
             MPI_Status st[2];
             int rc = MPI_Waitall(2, reqs, st);
-            CHECK(size == 1 ? 1 : rc == MPI_ERR_IN_STATUS, "failure at %s: MPI_Waitall returned %d", where[w], rc);
+            CHECK(size == 1 ? 1 : rc == MPI_ERR_IN_STATUS, "failure at %s: MPI_Waitall returned %d", where[w],
+                  rc);
             CHECK(size == 1 || (st[0].MPI_ERROR != MPI_SUCCESS && st[1].MPI_ERROR == MPI_SUCCESS),
                   "failure at %s: statuses %d %d", where[w], st[0].MPI_ERROR, st[1].MPI_ERROR);
             CHECK(reqs[0] == MPI_REQUEST_NULL && reqs[1] == MPI_REQUEST_NULL, "requests left active");
@@ -278,7 +297,7 @@ int main(int argc, char **argv) {
                 MPI_Request reqs[5];
                 Plain plain;
                 for (int ip = 0; ip < 2; ++ip) op_make(&ops[ip], kind, t, ip, bases[b], (int)b);
-                plain_start(&plain, reqs);  /* reqs[0..2] */
+                plain_start(&plain, reqs); /* reqs[0..2] */
                 for (int ip = 0; ip < 2; ++ip) {
                     op_start(&ops[ip]);
                     reqs[3 + ip] = ops[ip].req;
@@ -348,8 +367,10 @@ int main(int argc, char **argv) {
     struct timespec pause = {0, 400 * 1000 * 1000};
     nanosleep(&pause, NULL);
     getrusage(RUSAGE_SELF, &r1);
-    const double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
-                       (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+    const double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                       (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
+                       (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                       (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
     CHECK(cpu < 0.04, "%.3f s of CPU in 0.4 s with nothing in flight: something spins", cpu);
     MPI_Finalize();
     return 0;

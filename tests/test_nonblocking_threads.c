@@ -32,7 +32,8 @@ static void *run(void *arg) {
         MPI_Request reqs[DEPTH + 3];
         for (int d = 0; d < DEPTH; ++d) {
             for (int i = 0; i < COUNT; ++i) in[d][i] = (rank + 1) * (i % 1000) + j->id * it + d;
-            CHECK(MPI_Iallreduce(in[d], out[d], COUNT, MPI_INT, MPI_SUM, j->comm, &reqs[d]) == MPI_SUCCESS, "iallreduce");
+            CHECK(MPI_Iallreduce(in[d], out[d], COUNT, MPI_INT, MPI_SUM, j->comm, &reqs[d]) == MPI_SUCCESS,
+                  "iallreduce");
         }
         CHECK(MPI_Iallgather(in[0], COUNT, MPI_INT, gat, COUNT, MPI_INT, j->comm, &reqs[DEPTH]) == MPI_SUCCESS,
               "iallgather");
@@ -57,12 +58,13 @@ static void *run(void *arg) {
         for (int d = 0; d < DEPTH; ++d)
             for (int i = 0; i < COUNT; ++i) {
                 int expect = (size * (size + 1) / 2) * (i % 1000) + size * (j->id * it + d);
-                CHECK(out[d][i] == expect, "thread %d iter %d op %d elem %d: %d != %d", j->id, it, d, i, out[d][i],
-                      expect);
+                CHECK(out[d][i] == expect, "thread %d iter %d op %d elem %d: %d != %d", j->id, it, d, i,
+                      out[d][i], expect);
             }
         for (int q = 0; q < size; ++q)
             for (int i = 0; i < COUNT; i += 97)
-                CHECK(gat[(size_t)q * COUNT + i] == (q + 1) * (i % 1000) + j->id * it, "thread %d allgather", j->id);
+                CHECK(gat[(size_t)q * COUNT + i] == (q + 1) * (i % 1000) + j->id * it, "thread %d allgather",
+                      j->id);
     }
     for (int d = 0; d < DEPTH; ++d) {
         free(in[d]);

@@ -17,7 +17,7 @@
 enum { FLOOR = 4096, SMALL = 100, LARGE = 2048 };
 
 static int g_rank, g_size;
-static long g_straight;  /* calls this rank expects to pass straight */
+static long g_straight; /* calls this rank expects to pass straight */
 
 static terse_comm_stats_t stats(MPI_Comm c) {
     terse_comm_stats_t st;

@@ -18,7 +18,10 @@
 static uint64_t hash_bytes(const void *p, size_t n) {
     const unsigned char *b = p;
     uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ull; }
+    for (size_t i = 0; i < n; ++i) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
     return h;
 }
 
@@ -49,7 +52,8 @@ int main(int argc, char **argv) {
     for (int rep = 0; rep < 6; ++rep) {
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; ++c) {
             const size_t n = counts[c];
-            for (size_t i = 0; i < n; ++i) in[i] = (float)sin(0.001 * (double)(i * (rank + 3) + rep)) * (1.0f + rank);
+            for (size_t i = 0; i < n; ++i)
+                in[i] = (float)sin(0.001 * (double)(i * (rank + 3) + rep)) * (1.0f + rank);
             MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
             PMPI_Allreduce(in, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
             double maxabs = 0, err = 0;
@@ -59,8 +63,7 @@ int main(int argc, char **argv) {
                 if (d > err) err = d;
             }
             PMPI_Allreduce(MPI_IN_PLACE, &maxabs, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            if (lossless)
-                CHECK(memcmp(out, ref, n * sizeof *out) == 0, "float sum of %zu differs from PMPI", n);
+            if (lossless) CHECK(memcmp(out, ref, n * sizeof *out) == 0, "float sum of %zu differs from PMPI", n);
             else
                 CHECK(err <= tol * size * maxabs + 1e-6 * maxabs, "float sum of %zu: error %g above %g", n, err,
                       tol * size * maxabs);
@@ -85,7 +88,15 @@ int main(int argc, char **argv) {
     if (rank == 0)
         printf("planner: intercepted=%llu passed=%llu\n", (unsigned long long)st.calls_intercepted,
                (unsigned long long)st.calls_passed);
-    free(in); free(out); free(ref); free(din); free(dout); free(dref); free(iin); free(iout); free(iref);
+    free(in);
+    free(out);
+    free(ref);
+    free(din);
+    free(dout);
+    free(dref);
+    free(iin);
+    free(iout);
+    free(iref);
     MPI_Finalize();
     return 0;
 }

@@ -54,7 +54,8 @@ void check_type(terse_dtype_t dt) {
 
             auto d = a;
             reduce_inplace(dt, op, d.data(), b.data(), n);
-            EXPECT_EQ(0, std::memcmp(d.data(), expect.data(), n * sizeof(T))) << "inplace n=" << n << " op=" << op;
+            EXPECT_EQ(0, std::memcmp(d.data(), expect.data(), n * sizeof(T)))
+                << "inplace n=" << n << " op=" << op;
 
             std::vector<T> o(n);
             reduce_out(dt, op, o.data(), a.data(), b.data(), n);

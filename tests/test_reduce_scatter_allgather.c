@@ -21,9 +21,12 @@ static void check_rsb(int count, int in_place) {
     PMPI_Reduce_scatter_block(in, ref, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (in_place) {
         memcpy(out, in, n * sizeof(int64_t));
-        CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, out, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "rsb");
+        CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, out, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
+              "rsb");
     } else {
-        CHECK(MPI_Reduce_scatter_block(in, out, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "rsb");
+        CHECK(MPI_Reduce_scatter_block(in, out, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+              "rsb");
     }
     for (int i = 0; i < count; ++i)
         CHECK(out[i] == ref[i], "reduce_scatter_block count %d in_place %d elem %d: %lld != %lld", count,
@@ -41,7 +44,9 @@ static void check_allgather(int count, int in_place) {
     PMPI_Allgather(mine, count, MPI_FLOAT, ref, count, MPI_FLOAT, MPI_COMM_WORLD);
     if (in_place) {
         memcpy(out + (size_t)rank * count, mine, count * sizeof(float));
-        CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, count, MPI_FLOAT, MPI_COMM_WORLD) == MPI_SUCCESS, "ag");
+        CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, count, MPI_FLOAT, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
+              "ag");
     } else {
         CHECK(MPI_Allgather(mine, count, MPI_FLOAT, out, count, MPI_FLOAT, MPI_COMM_WORLD) == MPI_SUCCESS, "ag");
     }

@@ -113,16 +113,18 @@ static void check_agv(int t, int base, int in_place) {
     double maxabs = 0;
     for (size_t i = 0; i < span; ++i) maxabs = fmax(maxabs, fabs(get(t, ref, i)));
     for (size_t i = 0; i < span; ++i)
-        CHECK(lossy ? close_enough(t, get(t, out, i), get(t, ref, i), maxabs, 1) : get(t, out, i) == get(t, ref, i),
-              "allgatherv %s base %d in_place %d elem %zu: %.9g != %.9g", tname(t), base, in_place, i,
-              get(t, out, i), get(t, ref, i));
+        CHECK(
+            lossy ? close_enough(t, get(t, out, i), get(t, ref, i), maxabs, 1) : get(t, out, i) == get(t, ref, i),
+            "allgatherv %s base %d in_place %d elem %zu: %.9g != %.9g", tname(t), base, in_place, i,
+            get(t, out, i), get(t, ref, i));
     /* Every rank holds the same bits, lossy or not (rank 0's, in rank
      * order: the layouts differ). */
     for (int b = 0; b < size; ++b) {
         char *blk = obase + (ptrdiff_t)displs[b] * (ptrdiff_t)es, *r0 = malloc((size_t)counts[b] * es + 1);
         memcpy(r0, blk, (size_t)counts[b] * es);
         PMPI_Bcast(r0, (int)((size_t)counts[b] * es), MPI_BYTE, 0, MPI_COMM_WORLD);
-        CHECK(memcmp(r0, blk, (size_t)counts[b] * es) == 0, "allgatherv %s: block %d differs from rank 0's", tname(t), b);
+        CHECK(memcmp(r0, blk, (size_t)counts[b] * es) == 0, "allgatherv %s: block %d differs from rank 0's",
+              tname(t), b);
         free(r0);
     }
     free(mine);

@@ -49,9 +49,7 @@ protected:
     static std::string msg() { return terse::last_error(); }
 };
 
-bool contains(const std::string &hay, const std::string &needle) {
-    return hay.find(needle) != std::string::npos;
-}
+bool contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
 
 // A private temporary directory, removed with its files at scope exit.
 struct TempDir {
@@ -101,7 +99,8 @@ TEST_F(RegistryTest, FindIsThreadSafe) {
     std::vector<terse::Status> st(8, TERSE_ERR_INVALID);
     std::vector<std::thread> threads;
     for (int i = 0; i < 8; i++)
-        threads.emplace_back([&, i] { st[i] = Registry::instance().find(i % 2 ? "none" : "goodsummable", &got[i]); });
+        threads.emplace_back(
+            [&, i] { st[i] = Registry::instance().find(i % 2 ? "none" : "goodsummable", &got[i]); });
     for (auto &t : threads) t.join();
     for (int i = 0; i < 8; i++) {
         EXPECT_EQ(st[i], TERSE_OK);
@@ -176,17 +175,17 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"nullentry", "terse_codec_entry_v1() returned NULL, expected a codec descriptor"},
         Broken{"throwentry", "terse_codec_entry_v1() threw a C++ exception"},
         Broken{"badabi", "ABI version 7, this terse expects 1"},
-        Broken{"badsize", "descriptor struct_size " + std::to_string(sizeof(terse_codec_descriptor_t) - sizeof(void *)) +
+        Broken{"badsize", "descriptor struct_size " +
+                              std::to_string(sizeof(terse_codec_descriptor_t) - sizeof(void *)) +
                               ", this terse expects " + std::to_string(sizeof(terse_codec_descriptor_t))},
         Broken{"noencode", "required callback 'encode' is NULL"},
         Broken{"badname", "codec name 'othername' does not match its file name, expected 'badname'"},
-        Broken{"badsummable", "mode summable requires callbacks stats_count, stats and combine, but stats_count is NULL"},
+        Broken{"badsummable",
+               "mode summable requires callbacks stats_count, stats and combine, but stats_count is NULL"},
         Broken{"badcombine", "combine is set but mode is recompress"},
-        Broken{"badmode", "reduction mode 9 is unknown"},
-        Broken{"nodtypes", "dtype mask 0x0 is empty"},
+        Broken{"badmode", "reduction mode 9 is unknown"}, Broken{"nodtypes", "dtype mask 0x0 is empty"},
         Broken{"baddtype", "dtype mask 0x100002 is out of range"},
-        Broken{"badmem", "memory kinds 0x2, expected host"},
-        Broken{"badreserved", "reserved[3] is not NULL"},
+        Broken{"badmem", "memory kinds 0x2, expected host"}, Broken{"badreserved", "reserved[3] is not NULL"},
         Broken{"badidentity", "flag TERSE_CODEC_FLAG_IDENTITY requires TERSE_CODEC_FLAG_LOSSLESS"}),
     [](const ::testing::TestParamInfo<Broken> &info) { return std::string(info.param.file); });
 
@@ -260,8 +259,7 @@ terse::Status parse_err(const std::string &name, std::vector<std::pair<std::stri
     return st;
 }
 
-terse_codec_setup_t setup_for(terse_dtype_t dt, int nranks = 4,
-                              terse_mem_kind_t mem = TERSE_MEM_HOST) {
+terse_codec_setup_t setup_for(terse_dtype_t dt, int nranks = 4, terse_mem_kind_t mem = TERSE_MEM_HOST) {
     terse_codec_setup_t s{};
     s.struct_size = sizeof s;
     s.dtype = dt;
@@ -295,8 +293,9 @@ TEST_F(RegistryTest, CreateChecksDtypeAndMemory) {
     auto p = parse_ok("none");
     std::unique_ptr<CodecInstance> inst;
     EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT16), &inst), TERSE_ERR_UNSUPPORTED);
-    EXPECT_TRUE(contains(terse::last_error(),
-                         "codec 'none' does not support dtype float16 (supports: float32, float64, int32, int64)"))
+    EXPECT_TRUE(
+        contains(terse::last_error(),
+                 "codec 'none' does not support dtype float16 (supports: float32, float64, int32, int64)"))
         << terse::last_error();
     EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &inst),
               TERSE_ERR_UNSUPPORTED);
@@ -365,8 +364,7 @@ std::vector<T> random_values(size_t n, std::mt19937_64 &rng) {
     for (auto &x : v) {
         if constexpr (std::is_floating_point_v<T>)
             x = static_cast<T>(std::uniform_real_distribution<double>(-1e3, 1e3)(rng));
-        else
-            x = static_cast<T>(rng());  // full range: sums wrap
+        else x = static_cast<T>(rng());  // full range: sums wrap
     }
     return v;
 }
@@ -428,10 +426,26 @@ void check_none_codec(CodecInstance &inst) {
     }
 }
 
-TEST_F(NoneCodecTest, Float32) { auto i = make(TERSE_DTYPE_FLOAT32); ASSERT_TRUE(i); check_none_codec<float>(*i); }
-TEST_F(NoneCodecTest, Float64) { auto i = make(TERSE_DTYPE_FLOAT64); ASSERT_TRUE(i); check_none_codec<double>(*i); }
-TEST_F(NoneCodecTest, Int32) { auto i = make(TERSE_DTYPE_INT32); ASSERT_TRUE(i); check_none_codec<int32_t>(*i); }
-TEST_F(NoneCodecTest, Int64) { auto i = make(TERSE_DTYPE_INT64); ASSERT_TRUE(i); check_none_codec<int64_t>(*i); }
+TEST_F(NoneCodecTest, Float32) {
+    auto i = make(TERSE_DTYPE_FLOAT32);
+    ASSERT_TRUE(i);
+    check_none_codec<float>(*i);
+}
+TEST_F(NoneCodecTest, Float64) {
+    auto i = make(TERSE_DTYPE_FLOAT64);
+    ASSERT_TRUE(i);
+    check_none_codec<double>(*i);
+}
+TEST_F(NoneCodecTest, Int32) {
+    auto i = make(TERSE_DTYPE_INT32);
+    ASSERT_TRUE(i);
+    check_none_codec<int32_t>(*i);
+}
+TEST_F(NoneCodecTest, Int64) {
+    auto i = make(TERSE_DTYPE_INT64);
+    ASSERT_TRUE(i);
+    check_none_codec<int64_t>(*i);
+}
 
 TEST_F(NoneCodecTest, IntegerSumWrapsAndExtremes) {
     auto inst = make(TERSE_DTYPE_INT32);
@@ -494,9 +508,9 @@ TEST_F(NoneCodecTest, ThroughAFrame) {
     ASSERT_EQ(terse::frame_open(frame.data(), total, TERSE_DTYPE_FLOAT32, id, src.size(), 0, &info), TERSE_OK)
         << msg();
     std::vector<float> out(src.size(), 1.0f);
-    ASSERT_EQ(d->decode(inst->get(), info.payload, info.payload_len, out.data(), info.count, 1, TERSE_OP_SUM,
-                        nullptr),
-              TERSE_CODEC_OK);
+    ASSERT_EQ(
+        d->decode(inst->get(), info.payload, info.payload_len, out.data(), info.count, 1, TERSE_OP_SUM, nullptr),
+        TERSE_CODEC_OK);
     for (size_t i = 0; i < src.size(); i++) ASSERT_EQ(out[i], src[i] + 1.0f);
 }
 
@@ -521,7 +535,7 @@ TEST_F(RegistryTest, StatedBounds) {
         EXPECT_EQ(bound("quantize:bits=8", 4, &v), TERSE_BOUND_REL);
         EXPECT_NEAR(v, 4.0 / 254, 1e-9);  // n * m / (2L), L = 127
         EXPECT_EQ(bound("quantize:bits=4,rounding=stochastic", 2, &v), TERSE_BOUND_REL);
-        EXPECT_NEAR(v, 2.0 / 7, 1e-9);    // n * m / L, L = 7
+        EXPECT_NEAR(v, 2.0 / 7, 1e-9);  // n * m / L, L = 7
         EXPECT_EQ(bound("quantize:bits=1", 3, &v), TERSE_BOUND_REL);
         EXPECT_NEAR(v, 3.0, 1e-8);
     }
@@ -529,7 +543,7 @@ TEST_F(RegistryTest, StatedBounds) {
         EXPECT_EQ(bound("errbound:abs=1e-4", 8, &v), TERSE_BOUND_ABS);
         EXPECT_DOUBLE_EQ(v, 1e-4);
         EXPECT_EQ(bound("errbound:rel=1e-3", 8, &v), TERSE_BOUND_REL);
-        EXPECT_DOUBLE_EQ(v, 2e-3);        // a value range is at most 2 max|x| wide
+        EXPECT_DOUBLE_EQ(v, 2e-3);  // a value range is at most 2 max|x| wide
         EXPECT_EQ(bound("errbound:norm=1e-2", 8, &v), TERSE_BOUND_REL);
         EXPECT_DOUBLE_EQ(v, 1e-2);
     }

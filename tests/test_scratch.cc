@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-using terse::ScratchBuffer;
 using terse::scratch_cached_bytes;
 using terse::scratch_release_cache;
+using terse::ScratchBuffer;
 
 namespace {
 
@@ -63,10 +63,8 @@ TEST(Scratch, SteadyStreamReusesItsWholeWorkingSet) {
             for (int call = 0; call < 5; ++call) {
                 Op op;
                 op.reserve(input);
-                if (call == 0)
-                    first = sorted(op.pointers());
-                else
-                    ASSERT_EQ(sorted(op.pointers()), first) << "input " << input << ", call " << call;
+                if (call == 0) first = sorted(op.pointers());
+                else ASSERT_EQ(sorted(op.pointers()), first) << "input " << input << ", call " << call;
             }
             EXPECT_GE(scratch_cached_bytes(), input + 11 * kMiB);
         });

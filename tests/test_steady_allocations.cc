@@ -43,10 +43,18 @@ void *counted_new_aligned(std::size_t n, std::align_val_t al) {
 void *operator new(std::size_t n) { return counted_new(n); }
 void *operator new[](std::size_t n) { return counted_new(n); }
 void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
-    try { return counted_new(n); } catch (...) { return nullptr; }
+    try {
+        return counted_new(n);
+    } catch (...) {
+        return nullptr;
+    }
 }
 void *operator new[](std::size_t n, const std::nothrow_t &) noexcept {
-    try { return counted_new(n); } catch (...) { return nullptr; }
+    try {
+        return counted_new(n);
+    } catch (...) {
+        return nullptr;
+    }
 }
 void *operator new(std::size_t n, std::align_val_t a) { return counted_new_aligned(n, a); }
 void *operator new[](std::size_t n, std::align_val_t a) { return counted_new_aligned(n, a); }
@@ -67,7 +75,8 @@ int run(int calls, size_t count, MPI_Datatype dt, int rank) {
     std::vector<T> in(count), out(count);
     for (size_t i = 0; i < count; ++i) in[i] = T((i * 7 + size_t(rank) * 13) % 101) / T(7);
     // Warm-up: the communicator's context, codec instances, pools and caches.
-    for (int i = 0; i < 8; ++i) CALL(MPI_Allreduce(in.data(), out.data(), int(count), dt, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < 8; ++i)
+        CALL(MPI_Allreduce(in.data(), out.data(), int(count), dt, MPI_SUM, MPI_COMM_WORLD));
     CALL(MPI_Allreduce(MPI_IN_PLACE, out.data(), int(count), dt, MPI_SUM, MPI_COMM_WORLD));
     g_news.store(0);
     g_counting.store(true);

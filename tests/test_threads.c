@@ -70,8 +70,8 @@ static void *churn(void *arg) {
         for (int i = 0; i < SMALL; ++i) in[i] = rank + i + r;
         CHECK(MPI_Allreduce(in, out, SMALL, MPI_INT, MPI_SUM, c) == MPI_SUCCESS, "allreduce");
         for (int i = 0; i < SMALL; ++i)
-            CHECK(out[i] == size * (size - 1) / 2 + size * (i + r), "thread %d round %d elem %d: %d", j->id, r,
-                  i, out[i]);
+            CHECK(out[i] == size * (size - 1) / 2 + size * (i + r), "thread %d round %d elem %d: %d", j->id, r, i,
+                  out[i]);
         CHECK(terse_comm_get_config(c, cfg, sizeof cfg) == TERSE_OK, "%s", terse_last_error());
         snprintf(key, sizeof key, " chunk_bytes=%s ", want);
         CHECK(strstr(cfg, key), "thread %d round %d: the communicator's configuration is '%s', want%s", j->id, r,

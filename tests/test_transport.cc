@@ -252,7 +252,8 @@ TEST_F(TransportTest, ManySmallMessagesWithDistinctTags) {
             << terse::last_error();
     for (int i = 0; i < kCount; ++i) {
         out[i] = make_buffer(g_rank, kLen, size_t(i));
-        ASSERT_EQ(tp()->isend(right(), make_tag(2, g_rank, 0, uint32_t(i)), out[i].data(), kLen, &sr[i]), TERSE_OK)
+        ASSERT_EQ(tp()->isend(right(), make_tag(2, g_rank, 0, uint32_t(i)), out[i].data(), kLen, &sr[i]),
+                  TERSE_OK)
             << terse::last_error();
     }
     for (int i = 0; i < kCount; ++i) {

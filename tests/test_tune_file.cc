@@ -64,9 +64,9 @@ TEST(TuneFile, Lookup) {
     TuneTable t = parsed("allreduce:64K-1M:@ring:ranks=4\n"
                          "allreduce:0-1M:@recursive_doubling\n"
                          "allgather:0-inf:@mpi\n");
-    EXPECT_EQ(t.lookup(TuneColl::Allreduce, 4, 65536)->line, 1);   // exact ranks first
-    EXPECT_EQ(t.lookup(TuneColl::Allreduce, 2, 65536)->line, 2);   // any size
-    EXPECT_EQ(t.lookup(TuneColl::Allreduce, 4, 65535)->line, 2);   // below the ranks=4 range
+    EXPECT_EQ(t.lookup(TuneColl::Allreduce, 4, 65536)->line, 1);    // exact ranks first
+    EXPECT_EQ(t.lookup(TuneColl::Allreduce, 2, 65536)->line, 2);    // any size
+    EXPECT_EQ(t.lookup(TuneColl::Allreduce, 4, 65535)->line, 2);    // below the ranks=4 range
     EXPECT_EQ(t.lookup(TuneColl::Allreduce, 4, 1 << 20), nullptr);  // hi excluded
     EXPECT_EQ(t.lookup(TuneColl::ReduceScatter, 2, 100), nullptr);
     EXPECT_EQ(t.lookup(TuneColl::Allgather, 3, SIZE_MAX - 1)->schedule, TuneSchedule::Mpi);
@@ -86,12 +86,13 @@ TEST(TuneFile, Errors) {
     expect_bad("allreduce:x-1M:@ring", {"t:1:11:", "'x' is not a size"});
     expect_bad("allreduce:0-lots:@ring", {"t:1:13:", "'lots' is not a size or inf"});
     expect_bad("allreduce:1M-64K:@ring", {"t:1:11:", "empty range '1M-64K'"});
-    expect_bad("allreduce:0-1M:ring", {"t:1:16:", "expected @schedule, found 'ring'", "@ring, @recursive_doubling"});
+    expect_bad("allreduce:0-1M:ring",
+               {"t:1:16:", "expected @schedule, found 'ring'", "@ring, @recursive_doubling"});
     expect_bad("allreduce:0-1M:@rign", {"t:1:17:", "unknown schedule 'rign'", "did you mean 'ring'",
                                         "accepted: ring, recursive_doubling, gather, mpi"});
     expect_bad("allreduce:0-1M:@recursive_doubing", {"did you mean 'recursive_doubling'"});
-    expect_bad("allreduce:0-1M:@ring:dept=2", {"t:1:22:", "unknown key 'dept'", "did you mean 'depth'",
-                                               "accepted: codec, chunk, depth, ranks"});
+    expect_bad("allreduce:0-1M:@ring:dept=2",
+               {"t:1:22:", "unknown key 'dept'", "did you mean 'depth'", "accepted: codec, chunk, depth, ranks"});
     expect_bad("allreduce:0-1M:@ring:depth", {"t:1:22:", "key 'depth' has no '=value'"});
     expect_bad("allreduce:0-1M:@ring:depth=2:depth=3", {"t:1:30:", "key 'depth' is given twice"});
     expect_bad("allreduce:0-1M:@ring:depth=0", {"t:1:28:", "depth '0'", "1..64"});

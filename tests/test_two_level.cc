@@ -32,7 +32,7 @@ int g_rank, g_size;
 
 // The layout the test expects, found independently of terse.
 struct Layout {
-    int node = 0;            // this rank's node (index of its first rank's key)
+    int node = 0;  // this rank's node (index of its first rank's key)
     int node_rank = 0, node_size = 1, nodes = 1, shards = 1, max_node = 1;
     bool on_rail() const { return node_rank < shards; }
     std::vector<int> node_of;  // per rank
@@ -81,14 +81,30 @@ Layout find_layout() {
     return l;
 }
 
-template <class T> MPI_Datatype mpi_type();
-template <> MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
-template <> MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
-template <> MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
-template <> MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
-template <class T> const char *type_name() {
-    return std::is_same_v<T, float> ? "float" : std::is_same_v<T, double> ? "double"
-                                                : std::is_same_v<T, int32_t> ? "int32" : "int64";
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() {
+    return MPI_FLOAT;
+}
+template <>
+MPI_Datatype mpi_type<double>() {
+    return MPI_DOUBLE;
+}
+template <>
+MPI_Datatype mpi_type<int32_t>() {
+    return MPI_INT32_T;
+}
+template <>
+MPI_Datatype mpi_type<int64_t>() {
+    return MPI_INT64_T;
+}
+template <class T>
+const char *type_name() {
+    return std::is_same_v<T, float>     ? "float"
+           : std::is_same_v<T, double>  ? "double"
+           : std::is_same_v<T, int32_t> ? "int32"
+                                        : "int64";
 }
 
 uint64_t mix(uint64_t x) {
@@ -129,10 +145,11 @@ void lossless(MPI_Comm comm, size_t count, MPI_Op op, bool in_place, bool integr
     std::vector<T> in(count), out(count), ref(count);
     for (size_t i = 0; i < count; ++i) in[i] = T(value(g_rank, i, seed, integral));
     if (in_place) out = in;
-    CHECK(call(comm, in.data(), out.data(), count, mpi_type<T>(), op, in_place) == MPI_SUCCESS, "allreduce failed");
+    CHECK(call(comm, in.data(), out.data(), count, mpi_type<T>(), op, in_place) == MPI_SUCCESS,
+          "allreduce failed");
     char what[128];
-    std::snprintf(what, sizeof what, "lossless %s count=%zu%s%s", type_name<T>(), count, in_place ? " in place" : "",
-                  integral ? "" : " (reals)");
+    std::snprintf(what, sizeof what, "lossless %s count=%zu%s%s", type_name<T>(), count,
+                  in_place ? " in place" : "", integral ? "" : " (reals)");
     identical(out.data(), count * sizeof(T), what);
     if (!integral) return;
     PMPI_Allreduce(in.data(), ref.data(), int(count), mpi_type<T>(), op, MPI_COMM_WORLD);
@@ -141,7 +158,8 @@ void lossless(MPI_Comm comm, size_t count, MPI_Op op, bool in_place, bool integr
               double(out[i]), double(ref[i]));
 }
 
-template <class T> double ulp(double x) {
+template <class T>
+double ulp(double x) {
     int e = 0;
     std::frexp(x == 0 ? 1e-300 : x, &e);
     return std::ldexp(1.0, e - (std::is_same_v<T, float> ? 24 : 53));
@@ -183,7 +201,8 @@ void lossy(MPI_Comm comm, const Layout &l, size_t count, bool in_place, int seed
         if (b > 0) m = std::max(m, bm[b - 1]);
         if (b + 1 < nb) m = std::max(m, bm[b + 1]);
         m += l.max_node * ulp<T>(m);  // the node sums as rounded
-        const double bound = n * (m / (2 * L)) * (1 + 0x1p-32) + ulp<T>(double(out[i])) + n * l.max_node * ulp<T>(m);
+        const double bound = n * (m / (2 * L)) * (1 + 0x1p-32) + ulp<T>(double(out[i])) +
+                             n * l.max_node * ulp<T>(m);
         const double err = std::fabs(double(out[i]) - exact[i]);
         CHECK(err <= bound, "%s: element %zu is %.9g, exact %.9g: error %.3g above the bound %.3g", what, i,
               double(out[i]), exact[i], err, bound);
@@ -306,7 +325,8 @@ int main(int argc, char **argv) {
             lossy<double>(q8, l, count, in_place, ++seed);
         }
     check_rails(q8, l, "quantize:bits=8");
-    if (g_rank == 0) std::printf("  results: lossless exact, quantize:bits=8 within its contract, identical bits\n");
+    if (g_rank == 0)
+        std::printf("  results: lossless exact, quantize:bits=8 within its contract, identical bits\n");
 
     failures(plain, l, "none");
     failures(q8, l, "quantize:bits=8");

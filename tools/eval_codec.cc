@@ -22,8 +22,7 @@ terse_codec_call_t make_call(const double *agreed, uint64_t seed) {
 }
 
 [[noreturn]] void fail(CodecInstance &ci, const char *what, int rc) {
-    throw EvalError(format("codec %s: %s failed: %s (%d)", ci.desc()->name, what,
-                           codec_status_name(rc), rc));
+    throw EvalError(format("codec %s: %s failed: %s (%d)", ci.desc()->name, what, codec_status_name(rc), rc));
 }
 
 }  // namespace
@@ -77,8 +76,8 @@ std::vector<double> chunk_stats(CodecInstance &ci, const void *src, size_t n, ui
     return out;
 }
 
-Payload encode_chunk(CodecInstance &ci, const void *src, size_t n, const double *agreed,
-                     uint64_t seed, double *seconds, size_t cap) {
+Payload encode_chunk(CodecInstance &ci, const void *src, size_t n, const double *agreed, uint64_t seed,
+                     double *seconds, size_t cap) {
     const terse_codec_descriptor_t *d = ci.desc();
     Payload p;
     p.bytes.resize(cap ? cap : d->max_encoded_size(ci.get(), n));
@@ -90,20 +89,19 @@ Payload encode_chunk(CodecInstance &ci, const void *src, size_t n, const double 
     if (rc == TERSE_CODEC_RAW) {
         size_t bytes = n * dtype_size(ci.setup().dtype);
         p.raw = true;
-        p.bytes.assign(static_cast<const unsigned char *>(src),
-                       static_cast<const unsigned char *>(src) + bytes);
+        p.bytes.assign(static_cast<const unsigned char *>(src), static_cast<const unsigned char *>(src) + bytes);
         return p;
     }
     if (rc != TERSE_CODEC_OK) fail(ci, "encode", rc);
     if (len > p.bytes.size())
-        throw EvalError(format("codec %s: encode reports %zu bytes, more than the %zu it was given",
-                               d->name, len, p.bytes.size()));
+        throw EvalError(format("codec %s: encode reports %zu bytes, more than the %zu it was given", d->name, len,
+                               p.bytes.size()));
     p.bytes.resize(len);
     return p;
 }
 
-void decode_chunk(CodecInstance &ci, const Payload &p, void *dst, size_t n, bool accumulate,
-                  terse_op_t op, const double *agreed, uint64_t seed, double *seconds) {
+void decode_chunk(CodecInstance &ci, const Payload &p, void *dst, size_t n, bool accumulate, terse_op_t op,
+                  const double *agreed, uint64_t seed, double *seconds) {
     terse_dtype_t dt = ci.setup().dtype;
     double t0 = now_seconds();
     if (p.raw) {
@@ -111,15 +109,15 @@ void decode_chunk(CodecInstance &ci, const Payload &p, void *dst, size_t n, bool
         else memcpy(dst, p.bytes.data(), n * dtype_size(dt));
     } else {
         terse_codec_call_t call = make_call(agreed, seed);
-        int rc = ci.desc()->decode(ci.get(), p.bytes.data(), p.bytes.size(), dst, n,
-                                   accumulate ? 1 : 0, op, &call);
+        int rc = ci.desc()->decode(ci.get(), p.bytes.data(), p.bytes.size(), dst, n, accumulate ? 1 : 0, op,
+                                   &call);
         if (rc != TERSE_CODEC_OK) fail(ci, "decode", rc);
     }
     if (seconds) *seconds += now_seconds() - t0;
 }
 
-bool combine_chunks(CodecInstance &ci, const Payload &a, const Payload &b, size_t n,
-                    const double *agreed, uint64_t seed, Payload *result, size_t cap) {
+bool combine_chunks(CodecInstance &ci, const Payload &a, const Payload &b, size_t n, const double *agreed,
+                    uint64_t seed, Payload *result, size_t cap) {
     const terse_codec_descriptor_t *d = ci.desc();
     if (!d->combine) throw EvalError(format("codec %s is SUMMABLE but has no combine", d->name));
     Payload out;
@@ -127,9 +125,8 @@ bool combine_chunks(CodecInstance &ci, const Payload &a, const Payload &b, size_
     out.bytes.resize(cap ? cap : d->max_encoded_size(ci.get(), n));
     terse_codec_call_t call = make_call(agreed, seed);
     size_t len = 0;
-    int rc = d->combine(ci.get(), a.bytes.data(), a.bytes.size(), a.contributors, b.bytes.data(),
-                        b.bytes.size(), b.contributors, n, out.bytes.data(), out.bytes.size(), &len,
-                        &call);
+    int rc = d->combine(ci.get(), a.bytes.data(), a.bytes.size(), a.contributors, b.bytes.data(), b.bytes.size(),
+                        b.contributors, n, out.bytes.data(), out.bytes.size(), &len, &call);
     if (rc == TERSE_CODEC_RAW) return false;
     if (rc != TERSE_CODEC_OK) fail(ci, "combine", rc);
     out.bytes.resize(len);

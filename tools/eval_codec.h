@@ -51,17 +51,17 @@ std::vector<double> chunk_stats(CodecInstance &ci, const void *src, size_t n, ui
 // Encode n elements (agreed: SUMMABLE statistics, else nullptr) into at
 // most cap bytes (0: the codec's max_encoded_size).  Adds the time spent to
 // *seconds when given.
-Payload encode_chunk(CodecInstance &ci, const void *src, size_t n, const double *agreed,
-                     uint64_t seed, double *seconds = nullptr, size_t cap = 0);
+Payload encode_chunk(CodecInstance &ci, const void *src, size_t n, const double *agreed, uint64_t seed,
+                     double *seconds = nullptr, size_t cap = 0);
 
 // dst = decoded (accumulate false) or dst = dst op decoded.
-void decode_chunk(CodecInstance &ci, const Payload &p, void *dst, size_t n, bool accumulate,
-                  terse_op_t op, const double *agreed, uint64_t seed, double *seconds = nullptr);
+void decode_chunk(CodecInstance &ci, const Payload &p, void *dst, size_t n, bool accumulate, terse_op_t op,
+                  const double *agreed, uint64_t seed, double *seconds = nullptr);
 
 // SUMMABLE: *out = a + b in the code domain; false when the codec answers
 // TERSE_CODEC_RAW (the caller then adds the elements).
-bool combine_chunks(CodecInstance &ci, const Payload &a, const Payload &b, size_t n,
-                    const double *agreed, uint64_t seed, Payload *out, size_t cap = 0);
+bool combine_chunks(CodecInstance &ci, const Payload &a, const Payload &b, size_t n, const double *agreed,
+                    uint64_t seed, Payload *out, size_t cap = 0);
 
 // Name of a codec status code, for messages.
 const char *codec_status_name(int rc);

@@ -17,7 +17,6 @@ std::string format(const char *fmt, ...) {
     return buf;
 }
 
-
 bool dtype_is_float(terse_dtype_t dt) {
     return dt == TERSE_DTYPE_FLOAT32 || dt == TERSE_DTYPE_FLOAT64 || dt == TERSE_DTYPE_FLOAT16 ||
            dt == TERSE_DTYPE_BFLOAT16;

@@ -85,9 +85,9 @@ void describe(hid_t ds, const std::string &file, const std::string &path, Datase
     terse_dtype_t dt;
     if (!h5::dtype_of_h5_type(type.get(), &dt)) {
         H5T_class_t cls = H5Tget_class(type.get());
-        const char *what = cls == H5T_FLOAT     ? "a floating-point type"
-                           : cls == H5T_INTEGER ? "an integer type"
-                           : cls == H5T_STRING  ? "strings"
+        const char *what = cls == H5T_FLOAT      ? "a floating-point type"
+                           : cls == H5T_INTEGER  ? "an integer type"
+                           : cls == H5T_STRING   ? "strings"
                            : cls == H5T_COMPOUND ? "a compound type"
                                                  : "a non-numeric type";
         throw EvalError(format("%s: %s holds %s of %zu bytes, which terse does not handle "
@@ -144,14 +144,13 @@ herr_t visit_call(hid_t group, const char *link, const H5L_info_t *, void *opdat
         d.seq = uint32_t(seq);
     }
     if (read_string_attr(ds.get(), "op", &s) && !h5::op_from_name(s, &d.op)) {
-        w->error = format("%s: %s: unknown op '%s' in its attributes", w->name->c_str(),
-                          path.c_str(), s.c_str());
+        w->error = format("%s: %s: unknown op '%s' in its attributes", w->name->c_str(), path.c_str(), s.c_str());
         return -1;
     }
     if (read_int_attrs(ds.get(), "members", &members)) d.members.assign(members.begin(), members.end());
     if (d.rank < 0 || d.comm_size < 1 || d.rank >= d.comm_size) {
-        w->error = format("%s: %s: missing or inconsistent rank/comm_size attributes",
-                          w->name->c_str(), path.c_str());
+        w->error = format("%s: %s: missing or inconsistent rank/comm_size attributes", w->name->c_str(),
+                          path.c_str());
         return -1;
     }
     w->out->push_back(std::move(d));
@@ -178,12 +177,10 @@ bool path_less(const Dataset &a, const Dataset &b) {
 
 void check_readable(const std::string &file) {
     struct stat sb;
-    if (stat(file.c_str(), &sb) != 0)
-        throw EvalError(format("%s: %s", file.c_str(), strerror(errno)));
+    if (stat(file.c_str(), &sb) != 0) throw EvalError(format("%s: %s", file.c_str(), strerror(errno)));
     if (!S_ISREG(sb.st_mode)) throw EvalError(format("%s: not a regular file", file.c_str()));
     h5::QuietErrors quiet;
-    if (H5Fis_hdf5(file.c_str()) <= 0)
-        throw EvalError(format("%s: not an HDF5 file", file.c_str()));
+    if (H5Fis_hdf5(file.c_str()) <= 0) throw EvalError(format("%s: not an HDF5 file", file.c_str()));
 }
 
 std::vector<Dataset> list_capture(const std::string &file) {
@@ -196,8 +193,8 @@ std::vector<Dataset> list_capture(const std::string &file) {
                                file.c_str(), h5::kFormatName));
     int64_t version = 0;
     if (!read_int_attr(f.get(), "format_version", &version) || version != h5::kFormatVersion)
-        throw EvalError(format("%s: capture format version %lld; this terse-eval reads version %d",
-                               file.c_str(), (long long)version, h5::kFormatVersion));
+        throw EvalError(format("%s: capture format version %lld; this terse-eval reads version %d", file.c_str(),
+                               (long long)version, h5::kFormatVersion));
     std::vector<Dataset> out;
     if (H5Lexists(f.get(), h5::kCallsGroup, H5P_DEFAULT) <= 0) return out;
     Handle calls(H5Gopen2(f.get(), h5::kCallsGroup, H5P_DEFAULT), H5Gclose);
@@ -205,8 +202,7 @@ std::vector<Dataset> list_capture(const std::string &file) {
     Walk w{f.get(), &file, &out, {}};
     hsize_t idx = 0;
     if (H5Literate(calls.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, visit_comm, &w) < 0)
-        throw EvalError(w.error.empty() ? format("%s: cannot list /%s", file.c_str(), h5::kCallsGroup)
-                                        : w.error);
+        throw EvalError(w.error.empty() ? format("%s: cannot list /%s", file.c_str(), h5::kCallsGroup) : w.error);
     std::sort(out.begin(), out.end(), path_less);
     return out;
 }
@@ -230,8 +226,8 @@ Dataset open_named(const std::string &file, const std::string &path) {
     }
     if (so_far.empty()) throw EvalError(format("--dataset '%s': not a dataset path", path.c_str()));
     if (object_type(f.get(), so_far.c_str()) != H5I_DATASET)
-        throw EvalError(format("%s: %s is not a dataset (a group or other object)", file.c_str(),
-                               so_far.c_str()));
+        throw EvalError(
+            format("%s: %s is not a dataset (a group or other object)", file.c_str(), so_far.c_str()));
     Handle ds(H5Dopen2(f.get(), so_far.c_str(), H5P_DEFAULT), H5Dclose);
     if (!ds.ok()) throw EvalError(format("%s: %s: cannot open", file.c_str(), so_far.c_str()));
     Dataset d;

@@ -13,8 +13,8 @@
 namespace terse::eval {
 
 struct Dataset {
-    std::string file;   // the HDF5 file
-    std::string path;   // the dataset inside it, e.g. /calls/MPI_COMM_WORLD/3
+    std::string file;  // the HDF5 file
+    std::string path;  // the dataset inside it, e.g. /calls/MPI_COMM_WORLD/3
     terse_dtype_t dtype = TERSE_DTYPE_FLOAT32;
     terse_op_t op = TERSE_OP_SUM;
     size_t count = 0;
@@ -25,10 +25,10 @@ struct Dataset {
     int comm_size = -1;
     uint64_t call_index = 0;
     std::string comm_name;
-    std::string codec;          // the codec the communicator ran with
-    std::string config;         // its canonical configuration ("" if unknown)
-    std::vector<int> members;   // world ranks of the communicator
-    bool have_ids = false;      // ctx_id and seq recorded (codec seeds)
+    std::string codec;         // the codec the communicator ran with
+    std::string config;        // its canonical configuration ("" if unknown)
+    std::vector<int> members;  // world ranks of the communicator
+    bool have_ids = false;     // ctx_id and seq recorded (codec seeds)
     uint32_t ctx_id = 0;
     uint32_t seq = 0;
 

@@ -17,7 +17,7 @@
 namespace terse::eval {
 
 struct ErrorStats {
-    uint64_t n = 0;               // finite reference values compared
+    uint64_t n = 0;  // finite reference values compared
     uint64_t nonfinite_mismatch = 0;
     double sum_sq = 0;
     double max_abs = 0;
@@ -35,11 +35,11 @@ struct ErrorStats {
 };
 
 struct SizeStats {
-    uint64_t raw_bytes = 0;       // bytes of the elements
-    uint64_t wire_bytes = 0;      // payloads plus terse's frame header per chunk
+    uint64_t raw_bytes = 0;   // bytes of the elements
+    uint64_t wire_bytes = 0;  // payloads plus terse's frame header per chunk
     uint64_t chunks = 0;
-    uint64_t raw_chunks = 0;      // chunks the codec sent raw
-    double encode_seconds = 0;    // best over repetitions, summed over chunks
+    uint64_t raw_chunks = 0;    // chunks the codec sent raw
+    double encode_seconds = 0;  // best over repetitions, summed over chunks
     double decode_seconds = 0;
 
     void merge(const SizeStats &o);

@@ -18,16 +18,13 @@ namespace terse::eval {
 
 namespace {
 
-const unsigned char *at(const Dataset &ds, size_t elem) {
-    return ds.data.data() + elem * dtype_size(ds.dtype);
-}
+const unsigned char *at(const Dataset &ds, size_t elem) { return ds.data.data() + elem * dtype_size(ds.dtype); }
 
 // One call's codec as the engine drives it: frames (payload or raw), seeds,
 // agreed statistics, and the element-wise kernels for raw frames.
 class Emulator {
 public:
-    Emulator(Codec &codec, terse_dtype_t dt, terse_op_t op, int nranks, const CallSetup &setup,
-             SizeStats *size)
+    Emulator(Codec &codec, terse_dtype_t dt, terse_op_t op, int nranks, const CallSetup &setup, SizeStats *size)
         : codec_(codec), dt_(dt), op_(op), n_(nranks), setup_(setup), esize_(dtype_size(dt)), size_(size) {
         const size_t max_chunk = (setup.cfg.chunk_bytes + esize_ - 1) / esize_;  // as comm_state.cc
         ci_ = &codec.instance(dt, nranks, max_chunk);
@@ -56,9 +53,7 @@ public:
     bool identity() const { return identity_; }
     size_t esize() const { return esize_; }
 
-    uint64_t seed(size_t g, int r) const {
-        return codec_call_seed(setup_.ctx_id, setup_.seq, g, n_, r);
-    }
+    uint64_t seed(size_t g, int r) const { return codec_call_seed(setup_.ctx_id, setup_.seq, g, n_, r); }
 
     // Agreed statistics of global chunk g: element-wise MAX over the given
     // inputs' statistics (what the engine's MAX-allreduce produces).
@@ -83,7 +78,8 @@ public:
         Payload p;
         p.raw = true;
         p.contributors = contributors;
-        p.bytes.assign(static_cast<const unsigned char *>(src), static_cast<const unsigned char *>(src) + n * esize_);
+        p.bytes.assign(static_cast<const unsigned char *>(src),
+                       static_cast<const unsigned char *>(src) + n * esize_);
         return p;
     }
 
@@ -178,8 +174,8 @@ void ring(Emulator &em, const std::vector<const Dataset *> &x, const ChunkPlan &
 // Recursive doubling (lib/recursive_doubling.cc), one chunk: MPICH-style
 // folding of the first 2*rem ranks, then log2 exchanges in which both
 // partners compute f(low, high) from what the two frames decode to.
-void recursive_doubling(Emulator &em, const std::vector<const Dataset *> &x, size_t off, size_t len,
-                        size_t g, void *out) {
+void recursive_doubling(Emulator &em, const std::vector<const Dataset *> &x, size_t off, size_t len, size_t g,
+                        void *out) {
     const int n = int(x.size());
     const size_t bytes = len * em.esize();
     int pof2 = 1;
@@ -319,8 +315,9 @@ Measured emulate_allreduce(Codec &codec, const std::vector<const Dataset *> &ran
     const size_t esize = em.esize();
     const Plan plan = em.plan(count);
     if (plan.schedule == Schedule::TwoLevel)
-        throw EvalError("a call captured with algorithm=two_level cannot be emulated: the capture does not record "
-                        "which ranks shared a node");
+        throw EvalError(
+            "a call captured with algorithm=two_level cannot be emulated: the capture does not record "
+            "which ranks shared a node");
     if (schedule) *schedule = schedule_name(plan.schedule);
     em.set_chunk(plan.chunk_elems);
 

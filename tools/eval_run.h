@@ -38,7 +38,7 @@ Measured round_trip(Codec &codec, const Dataset &ds, int nranks, const CallSetup
 // it, against the exact result (the sum in double precision, or the exact
 // max / min).  size counts every frame the ranks would send.  *schedule
 // receives the schedule's name.
-Measured emulate_allreduce(Codec &codec, const std::vector<const Dataset *> &ranks,
-                           const CallSetup &setup, std::string *schedule = nullptr);
+Measured emulate_allreduce(Codec &codec, const std::vector<const Dataset *> &ranks, const CallSetup &setup,
+                           std::string *schedule = nullptr);
 
 }  // namespace terse::eval

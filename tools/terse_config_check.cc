@@ -48,11 +48,13 @@ void usage(FILE *out) {
             "  %s\n"
             "Environment variables:\n"
             "  ",
-            kProg, [] {
+            kProg,
+            [] {
                 std::string s;
                 for (const auto &k : config_keys()) s += (s.empty() ? "" : ", ") + k;
                 return s;
-            }().c_str());
+            }()
+                .c_str());
     const auto &vars = config_environment_variables();
     for (size_t i = 0; i < vars.size(); ++i)
         fprintf(out, "%s%s", vars[i].c_str(), i + 1 < vars.size() ? (i % 4 == 3 ? ",\n  " : ", ") : "\n");
@@ -81,9 +83,7 @@ int usage_error(const char *fmt, const char *arg) {
     return 2;
 }
 
-bool is_literal_name(const std::string &pattern) {
-    return pattern.find_first_of("*?[") == std::string::npos;
-}
+bool is_literal_name(const std::string &pattern) { return pattern.find_first_of("*?[") == std::string::npos; }
 
 // Checks a codec the way the library does when a communicator with this
 // configuration becomes ready (only enabled configurations load a codec).
@@ -97,8 +97,7 @@ public:
         if (accepted_.count(text)) return true;
         std::vector<std::unique_ptr<CodecParams>> params;
         if (Registry::instance().parse_codecs(cfg.codec, &params) != TERSE_OK) {
-            fprintf(stderr, "%s: %s (codec=%s): %s\n", kProg, where.c_str(), text.c_str(),
-                    last_error());
+            fprintf(stderr, "%s: %s (codec=%s): %s\n", kProg, where.c_str(), text.c_str(), last_error());
             refused_.insert(text);
             return false;
         }

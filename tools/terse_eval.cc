@@ -45,24 +45,23 @@ struct UsageError : EvalError {
 };
 
 void usage(FILE *out) {
-    fprintf(out,
-            "usage: terse-eval [options] FILE.h5 [FILE.h5 ...]\n"
-            "Evaluate terse codecs on allreduce inputs captured with TERSE_CAPTURE (one file per\n"
-            "rank) or on any HDF5 dataset.  See terse-eval(1).\n"
-            "\n"
-            "  --codec SPEC       codec to evaluate, e.g. quantize:bits=8 (repeatable; default:\n"
-            "                     the codec each captured call ran with)\n"
-            "  --dataset PATH     evaluate this dataset of every file instead of the captured\n"
-            "                     calls (repeatable); the files are the ranks, in order\n"
-            "  --chunk-bytes N    input bytes per chunk (default: as captured, else 1M)\n"
-            "  --ranks            also print one row per rank file\n"
-            "  --no-allreduce     skip the emulated allreduce across files\n"
-            "  --repeat N         timing repetitions, the best counts (default 3)\n"
-            "  --plugin-path DIRS search these directories for codec plugins first\n"
-            "  --csv              comma-separated output instead of a table\n"
-            "  --list             list the datasets found and exit\n"
-            "  -h, --help         this help\n"
-            "  --version          print the version\n");
+    fprintf(out, "usage: terse-eval [options] FILE.h5 [FILE.h5 ...]\n"
+                 "Evaluate terse codecs on allreduce inputs captured with TERSE_CAPTURE (one file per\n"
+                 "rank) or on any HDF5 dataset.  See terse-eval(1).\n"
+                 "\n"
+                 "  --codec SPEC       codec to evaluate, e.g. quantize:bits=8 (repeatable; default:\n"
+                 "                     the codec each captured call ran with)\n"
+                 "  --dataset PATH     evaluate this dataset of every file instead of the captured\n"
+                 "                     calls (repeatable); the files are the ranks, in order\n"
+                 "  --chunk-bytes N    input bytes per chunk (default: as captured, else 1M)\n"
+                 "  --ranks            also print one row per rank file\n"
+                 "  --no-allreduce     skip the emulated allreduce across files\n"
+                 "  --repeat N         timing repetitions, the best counts (default 3)\n"
+                 "  --plugin-path DIRS search these directories for codec plugins first\n"
+                 "  --csv              comma-separated output instead of a table\n"
+                 "  --list             list the datasets found and exit\n"
+                 "  -h, --help         this help\n"
+                 "  --version          print the version\n");
 }
 
 Options parse_args(int argc, char **argv) {
@@ -200,8 +199,8 @@ std::vector<Group> group_calls(std::vector<Dataset> &all, const Options &o) {
         for (Dataset *d : g.ranks) {
             if (by_rank[size_t(d->rank)])
                 throw EvalError(format("%s and %s both hold rank %d of %s: give each rank's file once",
-                                       by_rank[size_t(d->rank)]->file.c_str(), d->file.c_str(),
-                                       d->rank, d->path.c_str()));
+                                       by_rank[size_t(d->rank)]->file.c_str(), d->file.c_str(), d->rank,
+                                       d->path.c_str()));
             by_rank[size_t(d->rank)] = d;
         }
         g.complete = int(g.ranks.size()) == size;
@@ -210,10 +209,7 @@ std::vector<Group> group_calls(std::vector<Dataset> &all, const Options &o) {
     return groups;
 }
 
-
-const char *op_label(terse_op_t op) {
-    return op == TERSE_OP_SUM ? "sum" : op == TERSE_OP_MAX ? "max" : "min";
-}
+const char *op_label(terse_op_t op) { return op == TERSE_OP_SUM ? "sum" : op == TERSE_OP_MAX ? "max" : "min"; }
 
 void check_group(const Group &g) {
     const Dataset &a = *g.ranks.front();
@@ -244,8 +240,8 @@ void print_list(const std::vector<Dataset> &all) {
     printf("%-28s %-40s %-9s %12s %9s  %s\n", "file", "dataset", "datatype", "count", "rank", "codec");
     for (const Dataset &d : all) {
         std::string rank = d.captured ? format("%d/%d", d.rank, d.comm_size) : "-";
-        printf("%-28s %-40s %-9s %12zu %9s  %s\n", d.file.c_str(), d.path.c_str(), dtype_name(d.dtype),
-               d.count, rank.c_str(), d.codec.empty() ? "-" : d.codec.c_str());
+        printf("%-28s %-40s %-9s %12zu %9s  %s\n", d.file.c_str(), d.path.c_str(), dtype_name(d.dtype), d.count,
+               rank.c_str(), d.codec.empty() ? "-" : d.codec.c_str());
     }
 }
 
@@ -255,17 +251,15 @@ void print_report(const Options &o, const std::vector<std::string> &order,
     if (o.csv) {
         printf("section,codec,scope,datasets,elements,ranks,ratio,max_abs_err,max_rel_err,nrmse,"
                "psnr_db,encode_gbps,decode_gbps,raw_chunks,schedule\n");
-        auto row = [&](const char *section, const std::string &codec, const std::string &scope,
-                       size_t n, const Measured &m, const std::string &ranks, bool speed,
-                       const std::string &sched) {
+        auto row = [&](const char *section, const std::string &codec, const std::string &scope, size_t n,
+                       const Measured &m, const std::string &ranks, bool speed, const std::string &sched) {
             printf("%s,%s,%s,%zu,%llu,%s,%s,%s,%s,%s,%s,%s,%s,%llu,%s\n", section, csv_field(codec).c_str(),
                    csv_field(scope).c_str(), n, (unsigned long long)(m.size.raw_bytes ? m.err.n : 0),
-                   ranks.c_str(), num(m.size.ratio(), "%.6g").c_str(),
-                   num(m.err.max_abs_err(), "%.9g").c_str(), num(m.err.max_rel_err(), "%.9g").c_str(),
-                   num(m.err.nrmse(), "%.9g").c_str(), num(m.err.psnr_db(), "%.6g").c_str(),
-                   speed ? num(m.size.encode_gbps(), "%.6g").c_str() : "",
-                   speed ? num(m.size.decode_gbps(), "%.6g").c_str() : "",
-                   (unsigned long long)m.size.raw_chunks, csv_field(sched).c_str());
+                   ranks.c_str(), num(m.size.ratio(), "%.6g").c_str(), num(m.err.max_abs_err(), "%.9g").c_str(),
+                   num(m.err.max_rel_err(), "%.9g").c_str(), num(m.err.nrmse(), "%.9g").c_str(),
+                   num(m.err.psnr_db(), "%.6g").c_str(), speed ? num(m.size.encode_gbps(), "%.6g").c_str() : "",
+                   speed ? num(m.size.decode_gbps(), "%.6g").c_str() : "", (unsigned long long)m.size.raw_chunks,
+                   csv_field(sched).c_str());
         };
         for (const std::string &c : order) {
             const CodecResult &r = results.at(c);
@@ -287,17 +281,16 @@ void print_report(const Options &o, const std::vector<std::string> &order,
         return;
     }
 
-    printf("terse-eval: %zu file(s), %zu call(s)/dataset(s), %zu elements per rank in total\n\n",
-           o.files.size(), groups, elements);
+    printf("terse-eval: %zu file(s), %zu call(s)/dataset(s), %zu elements per rank in total\n\n", o.files.size(),
+           groups, elements);
     printf("Each rank's data through encode and decode (chunk by chunk):\n");
     printf("%-28s %8s %9s %11s %11s %11s %8s %9s %9s\n", "codec", "datasets", "ratio", "max_abs_err",
            "max_rel_err", "nrmse", "psnr_dB", "enc_GB/s", "dec_GB/s");
     auto line = [&](const std::string &name, size_t n, const Measured &m) {
         printf("%-28s %8zu %9s %11s %11s %11s %8s %9s %9s\n", name.c_str(), n,
                num(m.size.ratio(), "%.2f").c_str(), num(m.err.max_abs_err()).c_str(),
-               num(m.err.max_rel_err()).c_str(), num(m.err.nrmse()).c_str(),
-               num(m.err.psnr_db(), "%.1f").c_str(), num(m.size.encode_gbps(), "%.2f").c_str(),
-               num(m.size.decode_gbps(), "%.2f").c_str());
+               num(m.err.max_rel_err()).c_str(), num(m.err.nrmse()).c_str(), num(m.err.psnr_db(), "%.1f").c_str(),
+               num(m.size.encode_gbps(), "%.2f").c_str(), num(m.size.decode_gbps(), "%.2f").c_str());
     };
     for (const std::string &c : order) {
         const CodecResult &r = results.at(c);
@@ -308,8 +301,8 @@ void print_report(const Options &o, const std::vector<std::string> &order,
     }
     if (any_reduced) {
         printf("\nEmulated allreduce across the rank files: the reduced result against the exact one\n");
-        printf("%-28s %8s %6s %9s %11s %11s %11s %8s  %s\n", "codec", "calls", "ranks", "ratio",
-               "max_abs_err", "max_rel_err", "nrmse", "psnr_dB", "schedule");
+        printf("%-28s %8s %6s %9s %11s %11s %11s %8s  %s\n", "codec", "calls", "ranks", "ratio", "max_abs_err",
+               "max_rel_err", "nrmse", "psnr_dB", "schedule");
         for (const std::string &c : order) {
             const CodecResult &r = results.at(c);
             if (!r.calls) continue;
@@ -331,8 +324,7 @@ void print_report(const Options &o, const std::vector<std::string> &order,
 
 int run(const Options &o) {
     std::string path = o.plugin_path;
-    if (const char *env = getenv("TERSE_PLUGIN_PATH"); env && *env)
-        path = path.empty() ? env : path + ":" + env;
+    if (const char *env = getenv("TERSE_PLUGIN_PATH"); env && *env) path = path.empty() ? env : path + ":" + env;
     terse::Registry::instance().set_search_path(path);
 
     // Find every dataset first, so that a bad file is reported before any work.
@@ -342,7 +334,8 @@ int run(const Options &o) {
             std::vector<Dataset> v = list_capture(f);
             if (v.empty() && !o.list)
                 throw EvalError(format("%s: the capture holds no calls (was any allreduce intercepted "
-                                       "and sampled?)", f.c_str()));
+                                       "and sampled?)",
+                                       f.c_str()));
             for (Dataset &d : v) all.push_back(std::move(d));
         } else {
             for (const std::string &p : o.datasets) all.push_back(open_named(f, p));
@@ -377,8 +370,8 @@ int run(const Options &o) {
         std::vector<std::string> specs = o.codecs;
         if (specs.empty()) {
             if (a.codec.empty())
-                throw EvalError(format("%s: %s records no codec: name one with --codec SPEC",
-                                       a.file.c_str(), a.path.c_str()));
+                throw EvalError(format("%s: %s records no codec: name one with --codec SPEC", a.file.c_str(),
+                                       a.path.c_str()));
             specs.push_back(a.codec);
         }
         const int nranks = a.captured ? a.comm_size : int(g.ranks.size());
@@ -426,8 +419,8 @@ int run(const Options &o) {
         if (results[c].datasets == 0) {
             std::string why;
             for (const auto &[w, n] : results[c].skipped) why += (why.empty() ? "" : "; ") + w;
-            throw EvalError(format("codec %s could not be evaluated on any dataset (%s)", c.c_str(),
-                                   why.c_str()));
+            throw EvalError(
+                format("codec %s could not be evaluated on any dataset (%s)", c.c_str(), why.c_str()));
         }
     print_report(o, order, results, elements, groups.size(), any_reduced);
     return 0;

@@ -62,29 +62,22 @@ extern "C" {
 
 /* Element types the engine hands to codecs.  Values are stable (frame format). */
 typedef enum terse_dtype {
-    TERSE_DTYPE_FLOAT32  = 1,
-    TERSE_DTYPE_FLOAT64  = 2,
-    TERSE_DTYPE_INT32    = 3,
-    TERSE_DTYPE_INT64    = 4,
-    TERSE_DTYPE_FLOAT16  = 5,
+    TERSE_DTYPE_FLOAT32 = 1,
+    TERSE_DTYPE_FLOAT64 = 2,
+    TERSE_DTYPE_INT32 = 3,
+    TERSE_DTYPE_INT64 = 4,
+    TERSE_DTYPE_FLOAT16 = 5,
     TERSE_DTYPE_BFLOAT16 = 6,
-    TERSE_DTYPE_MAX_     = 7
+    TERSE_DTYPE_MAX_ = 7
 } terse_dtype_t;
 
 #define TERSE_DTYPE_BIT(dt) (1u << (unsigned)(dt))
 
 /* Reduction operators.  Lossy codecs are only ever asked for TERSE_OP_SUM. */
-typedef enum terse_op {
-    TERSE_OP_SUM = 0,
-    TERSE_OP_MAX = 1,
-    TERSE_OP_MIN = 2
-} terse_op_t;
+typedef enum terse_op { TERSE_OP_SUM = 0, TERSE_OP_MAX = 1, TERSE_OP_MIN = 2 } terse_op_t;
 
 /* Where a buffer lives. */
-typedef enum terse_mem_kind {
-    TERSE_MEM_HOST = 1u << 0,
-    TERSE_MEM_CUDA = 1u << 1
-} terse_mem_kind_t;
+typedef enum terse_mem_kind { TERSE_MEM_HOST = 1u << 0, TERSE_MEM_CUDA = 1u << 1 } terse_mem_kind_t;
 
 /*
  * How partial results of different ranks are combined (see DESIGN.md):
@@ -96,24 +89,24 @@ typedef enum terse_mem_kind {
  */
 typedef enum terse_reduce_mode {
     TERSE_REDUCE_RECOMPRESS = 0,
-    TERSE_REDUCE_SUMMABLE   = 1,
-    TERSE_REDUCE_GATHER     = 2
+    TERSE_REDUCE_SUMMABLE = 1,
+    TERSE_REDUCE_GATHER = 2
 } terse_reduce_mode_t;
 
 typedef enum terse_codec_status {
-    TERSE_CODEC_OK              = 0,
-    TERSE_CODEC_RAW             = 1,  /* encode: send this chunk raw instead */
-    TERSE_CODEC_ERR_PARAM       = -1, /* bad parameter; message filled in    */
+    TERSE_CODEC_OK = 0,
+    TERSE_CODEC_RAW = 1,              /* encode: send this chunk raw instead */
+    TERSE_CODEC_ERR_PARAM = -1,       /* bad parameter; message filled in    */
     TERSE_CODEC_ERR_UNSUPPORTED = -2, /* datatype / memory kind / op refused */
-    TERSE_CODEC_ERR_NOSPACE     = -3, /* output capacity too small           */
-    TERSE_CODEC_ERR_CORRUPT     = -4, /* payload malformed or truncated      */
-    TERSE_CODEC_ERR_NOMEM       = -5,
-    TERSE_CODEC_ERR_INTERNAL    = -6
+    TERSE_CODEC_ERR_NOSPACE = -3,     /* output capacity too small           */
+    TERSE_CODEC_ERR_CORRUPT = -4,     /* payload malformed or truncated      */
+    TERSE_CODEC_ERR_NOMEM = -5,
+    TERSE_CODEC_ERR_INTERNAL = -6
 } terse_codec_status_t;
 
 /* Descriptor flags. */
-#define TERSE_CODEC_FLAG_LOSSLESS    (1u << 0) /* bit-exact; eligible for MAX/MIN and integers */
-#define TERSE_CODEC_FLAG_ERROR_BOUND (1u << 1) /* promises |result - exact| <= bound end to end */
+#define TERSE_CODEC_FLAG_LOSSLESS (1u << 0)         /* bit-exact; eligible for MAX/MIN and integers */
+#define TERSE_CODEC_FLAG_ERROR_BOUND (1u << 1)      /* promises |result - exact| <= bound end to end */
 #define TERSE_CODEC_FLAG_FEEDBACK_DEFAULT (1u << 2) /* error feedback on unless feedback=off */
 /* Revision 1.  The payload is the chunk's elements exactly as they lie in
  * memory (count * element size bytes), and decode with accumulate is the
@@ -122,7 +115,7 @@ typedef enum terse_codec_status {
  * TERSE_CODEC_FLAG_LOSSLESS and TERSE_REDUCE_RECOMPRESS (refused at load
  * otherwise).  Without it the engine calls encode/decode, with the same
  * results, only slower. */
-#define TERSE_CODEC_FLAG_IDENTITY    (1u << 3)
+#define TERSE_CODEC_FLAG_IDENTITY (1u << 3)
 
 /* Revision 2: the kind of an end-to-end error bound a codec states
  * (error_contract below), for one element r of a reduced result against the
@@ -134,8 +127,8 @@ typedef enum terse_codec_status {
  * its last place). */
 typedef enum terse_bound_kind {
     TERSE_BOUND_NONE = 0,
-    TERSE_BOUND_ABS  = 1,
-    TERSE_BOUND_REL  = 2
+    TERSE_BOUND_ABS = 1,
+    TERSE_BOUND_REL = 2
 } terse_bound_kind_t;
 
 /* One key=value pair of a codec specification, e.g. {"bits", "8"}. */
@@ -146,45 +139,44 @@ typedef struct terse_codec_kv {
 
 /* What an instance is created for.  Fixed for the life of the instance. */
 typedef struct terse_codec_setup {
-    uint32_t         struct_size; /* sizeof(terse_codec_setup_t) */
-    terse_dtype_t    dtype;
+    uint32_t struct_size; /* sizeof(terse_codec_setup_t) */
+    terse_dtype_t dtype;
     terse_mem_kind_t mem_kind;
-    int              nranks;      /* ranks contributing to one reduced element */
-    size_t           max_chunk_count; /* elements per chunk never exceed this */
+    int nranks;             /* ranks contributing to one reduced element */
+    size_t max_chunk_count; /* elements per chunk never exceed this */
 } terse_codec_setup_t;
 
 /* Per-call context passed to encode/decode. */
 typedef struct terse_codec_call {
-    uint32_t     struct_size;     /* sizeof(terse_codec_call_t) */
-    const double *agreed_stats;   /* SUMMABLE: stats() of this chunk reduced with MAX over ranks; else NULL */
-    uint64_t     seed;            /* for stochastic rounding; identical inputs + seed give identical output */
-    void         *stream;         /* cudaStream_t for TERSE_MEM_CUDA, else NULL */
+    uint32_t struct_size;       /* sizeof(terse_codec_call_t) */
+    const double *agreed_stats; /* SUMMABLE: stats() of this chunk reduced with MAX over ranks; else NULL */
+    uint64_t seed;              /* for stochastic rounding; identical inputs + seed give identical output */
+    void *stream;               /* cudaStream_t for TERSE_MEM_CUDA, else NULL */
 } terse_codec_call_t;
 
 typedef struct terse_codec_descriptor {
-    uint32_t abi_version;         /* TERSE_CODEC_ABI_VERSION */
-    uint32_t struct_size;         /* sizeof(terse_codec_descriptor_t) */
-    const char *name;             /* [a-z0-9_]+, as used in TERSE_CODEC */
-    const char *description;      /* one line for listings */
-    const char *params_help;      /* accepted keys and ranges, for error messages */
-    uint32_t dtypes;              /* mask of TERSE_DTYPE_BIT() */
-    uint32_t mem_kinds;           /* mask of terse_mem_kind_t */
-    uint32_t flags;               /* TERSE_CODEC_FLAG_* */
+    uint32_t abi_version;    /* TERSE_CODEC_ABI_VERSION */
+    uint32_t struct_size;    /* sizeof(terse_codec_descriptor_t) */
+    const char *name;        /* [a-z0-9_]+, as used in TERSE_CODEC */
+    const char *description; /* one line for listings */
+    const char *params_help; /* accepted keys and ranges, for error messages */
+    uint32_t dtypes;         /* mask of TERSE_DTYPE_BIT() */
+    uint32_t mem_kinds;      /* mask of terse_mem_kind_t */
+    uint32_t flags;          /* TERSE_CODEC_FLAG_* */
     terse_reduce_mode_t mode;
 
     /* Validate and parse parameters.  On error return TERSE_CODEC_ERR_PARAM
      * and write a message naming the key, the bad value and the accepted
      * values into err (NUL-terminated, at most errlen bytes).  Unknown keys
      * are errors.  The engine consumes the generic key "feedback" itself. */
-    int (*parse)(const terse_codec_kv_t *kv, size_t nkv, void **params,
-                 char *err, size_t errlen);
+    int (*parse)(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err, size_t errlen);
     void (*free_params)(void *params);
     /* Canonical text of parsed params (for agreement across ranks); returns
      * length written, excluding the NUL. */
     size_t (*params_string)(const void *params, char *buf, size_t buflen);
 
-    int (*create)(const void *params, const terse_codec_setup_t *setup,
-                  void **instance, char *err, size_t errlen);
+    int (*create)(const void *params, const terse_codec_setup_t *setup, void **instance, char *err,
+                  size_t errlen);
     void (*destroy)(void *instance);
 
     /* Upper bound of the payload encode() may produce for count elements. */
@@ -193,27 +185,24 @@ typedef struct terse_codec_descriptor {
     /* SUMMABLE only (NULL otherwise): number of doubles stats() writes for a
      * chunk of count elements, and the local statistics themselves. */
     size_t (*stats_count)(void *instance, size_t count);
-    int (*stats)(void *instance, const void *src, size_t count, double *out,
-                 const terse_codec_call_t *call);
+    int (*stats)(void *instance, const void *src, size_t count, double *out, const terse_codec_call_t *call);
 
     /* Encode count elements of src into dst (capacity dst_cap).  Writes the
      * payload length to *dst_len.  May return TERSE_CODEC_RAW. */
-    int (*encode)(void *instance, const void *src, size_t count, void *dst,
-                  size_t dst_cap, size_t *dst_len, const terse_codec_call_t *call);
+    int (*encode)(void *instance, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
+                  const terse_codec_call_t *call);
 
     /* Decode a payload of src_len bytes holding count elements into dst.
      * accumulate == 0: dst = decoded;  accumulate != 0: dst = dst (op) decoded. */
-    int (*decode)(void *instance, const void *src, size_t src_len, void *dst,
-                  size_t count, int accumulate, terse_op_t op,
-                  const terse_codec_call_t *call);
+    int (*decode)(void *instance, const void *src, size_t src_len, void *dst, size_t count, int accumulate,
+                  terse_op_t op, const terse_codec_call_t *call);
 
     /* SUMMABLE only (NULL otherwise): out = a + b in the code domain.  Both
      * inputs were produced by encode() (or combine()) of the same chunk with
      * the same agreed stats; contributors tells how many ranks each side sums
      * so the codec can size its integers. */
-    int (*combine)(void *instance, const void *a, size_t a_len, int a_contributors,
-                   const void *b, size_t b_len, int b_contributors, size_t count,
-                   void *out, size_t out_cap, size_t *out_len,
+    int (*combine)(void *instance, const void *a, size_t a_len, int a_contributors, const void *b, size_t b_len,
+                   int b_contributors, size_t count, void *out, size_t out_cap, size_t *out_len,
                    const terse_codec_call_t *call);
 
     /* Revision 2, optional (NULL: the codec states no bound).  Lossy codecs:
@@ -224,8 +213,8 @@ typedef struct terse_codec_descriptor {
      * (per block, per chunk) is evaluated at these, which bound them.  A
      * negative return: no bound for these parameters.  The engine's guard
      * (terse(7), guard=) compares the measured error with it. */
-    double (*error_bound)(const void *params, terse_dtype_t dtype, size_t count, int nranks,
-                          double max_abs, double range);
+    double (*error_bound)(const void *params, terse_dtype_t dtype, size_t count, int nranks, double max_abs,
+                          double range);
 
     /* Revision 2, optional (NULL: no stated contract): the same contract in
      * the form a user's error budget is written in, independent of the data:
@@ -235,7 +224,7 @@ typedef struct terse_codec_descriptor {
      * The planner's TERSE_CODEC=auto compares it with the budget. */
     int (*error_contract)(const void *params, int nranks, int *kind, double *value);
 
-    void *reserved[6];            /* must be NULL */
+    void *reserved[6]; /* must be NULL */
 } terse_codec_descriptor_t;
 
 /* Type of the exported entry point. */

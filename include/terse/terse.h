@@ -25,18 +25,18 @@ extern "C" {
 #endif
 
 typedef enum terse_status {
-    TERSE_OK                  = 0,
-    TERSE_ERR_INVALID         = -1,  /* bad argument or configuration value  */
-    TERSE_ERR_NO_MEMORY       = -2,
-    TERSE_ERR_UNSUPPORTED     = -3,  /* datatype, op or memory kind refused  */
-    TERSE_ERR_PLUGIN          = -4,  /* codec plugin missing, broken, refused */
-    TERSE_ERR_TRANSPORT       = -5,  /* UCX failure (names the peer rank)   */
-    TERSE_ERR_MISMATCH        = -6,  /* ranks disagree on configuration      */
-    TERSE_ERR_CORRUPT         = -7,  /* a received frame failed its checks   */
-    TERSE_ERR_MPI             = -8,  /* an underlying MPI call failed        */
-    TERSE_ERR_NOT_INITIALIZED = -9,  /* MPI or terse not initialized         */
-    TERSE_ERR_IO              = -10, /* file could not be read or written    */
-    TERSE_ERR_REMOTE          = -11  /* another rank failed this operation   */
+    TERSE_OK = 0,
+    TERSE_ERR_INVALID = -1, /* bad argument or configuration value  */
+    TERSE_ERR_NO_MEMORY = -2,
+    TERSE_ERR_UNSUPPORTED = -3,     /* datatype, op or memory kind refused  */
+    TERSE_ERR_PLUGIN = -4,          /* codec plugin missing, broken, refused */
+    TERSE_ERR_TRANSPORT = -5,       /* UCX failure (names the peer rank)   */
+    TERSE_ERR_MISMATCH = -6,        /* ranks disagree on configuration      */
+    TERSE_ERR_CORRUPT = -7,         /* a received frame failed its checks   */
+    TERSE_ERR_MPI = -8,             /* an underlying MPI call failed        */
+    TERSE_ERR_NOT_INITIALIZED = -9, /* MPI or terse not initialized         */
+    TERSE_ERR_IO = -10,             /* file could not be read or written    */
+    TERSE_ERR_REMOTE = -11          /* another rank failed this operation   */
 } terse_status_t;
 
 /* Human-readable name of a status code. */
@@ -89,25 +89,25 @@ typedef struct terse_kind_stats {
 
 /* Statistics of one communicator.  Local; counts only this rank's view. */
 typedef struct terse_comm_stats {
-    uint64_t calls_intercepted;   /* collectives run by terse's engine        */
-    uint64_t calls_passed;        /* collectives at or above the pass-through
+    uint64_t calls_intercepted; /* collectives run by terse's engine        */
+    uint64_t calls_passed;      /* collectives at or above the pass-through
                                      floor passed to PMPI (terse(7))          */
-    uint64_t bytes_in;            /* user bytes of intercepted calls          */
-    uint64_t bytes_wire;          /* bytes this rank sent for them            */
-    uint64_t bytes_wire_raw;      /* bytes the same schedule would send uncompressed */
-    uint64_t chunks_raw;          /* chunks sent raw (incompressible, NaN/Inf) */
-    double   seconds_total;       /* wall time inside intercepted calls       */
-    double   seconds_encode;
-    double   seconds_decode;      /* decode, reduce and combine               */
-    double   seconds_wait;        /* waiting on the network                   */
-    double   max_abs_error;       /* TERSE_VERIFY=1 only, else 0              */
-    double   max_rel_error;       /* TERSE_VERIFY=1 only, else 0              */
+    uint64_t bytes_in;          /* user bytes of intercepted calls          */
+    uint64_t bytes_wire;        /* bytes this rank sent for them            */
+    uint64_t bytes_wire_raw;    /* bytes the same schedule would send uncompressed */
+    uint64_t chunks_raw;        /* chunks sent raw (incompressible, NaN/Inf) */
+    double seconds_total;       /* wall time inside intercepted calls       */
+    double seconds_encode;
+    double seconds_decode; /* decode, reduce and combine               */
+    double seconds_wait;   /* waiting on the network                   */
+    double max_abs_error;  /* TERSE_VERIFY=1 only, else 0              */
+    double max_rel_error;  /* TERSE_VERIFY=1 only, else 0              */
     /* Later additions: a caller built with the shorter struct passes its
        size and gets the fields before them. */
-    uint64_t guard_checks;        /* calls the error guard checked (guard=)   */
-    uint64_t guard_trips;         /* times it switched the communicator to
+    uint64_t guard_checks;    /* calls the error guard checked (guard=)   */
+    uint64_t guard_trips;     /* times it switched the communicator to
                                      lossless (0 or 1 per configuration)      */
-    uint64_t guard_trip_call;     /* the checked lossy allreduce (1-based) that
+    uint64_t guard_trip_call; /* the checked lossy allreduce (1-based) that
                                      switched it; 0 if none                   */
     /* calls_intercepted, bytes_in and bytes_wire split by kind, indexed by
        terse_coll_kind_t. */

@@ -73,36 +73,34 @@ public:
                              "directory exist and is it writable?)",
                              prefix.c_str(), path_.c_str());
         hid_t f = file_.get();
-        if (!attr_string(f, "format", h5::kFormatName) ||
-            !attr_i32(f, "format_version", h5::kFormatVersion) ||
-            !attr_string(f, "terse_version", TERSE_VERSION_STRING) ||
-            !attr_i32(f, "world_rank", world_rank) || !attr_i32(f, "world_size", world_size) ||
-            !attr_u64(f, "capture_interval", interval))
-            return set_error(TERSE_ERR_IO, "capture file '%s': cannot write its attributes",
-                             path_.c_str());
+        if (!attr_string(f, "format", h5::kFormatName) || !attr_i32(f, "format_version", h5::kFormatVersion) ||
+            !attr_string(f, "terse_version", TERSE_VERSION_STRING) || !attr_i32(f, "world_rank", world_rank) ||
+            !attr_i32(f, "world_size", world_size) || !attr_u64(f, "capture_interval", interval))
+            return set_error(TERSE_ERR_IO, "capture file '%s': cannot write its attributes", path_.c_str());
         calls_ = Handle(H5Gcreate2(f, h5::kCallsGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
         if (!calls_.ok())
-            return set_error(TERSE_ERR_IO, "capture file '%s': cannot create group /%s",
-                             path_.c_str(), h5::kCallsGroup);
+            return set_error(TERSE_ERR_IO, "capture file '%s': cannot create group /%s", path_.c_str(),
+                             h5::kCallsGroup);
         H5Fflush(f, H5F_SCOPE_LOCAL);
         return TERSE_OK;
     }
 
     bool wanted(uint64_t call_index) const { return call_index % interval_ == 0; }
 
-    Status record(const CaptureSite &st, const void *buf, size_t count, terse_dtype_t dtype,
-                  uint64_t call_index, terse_op_t op) {
+    Status record(const CaptureSite &st, const void *buf, size_t count, terse_dtype_t dtype, uint64_t call_index,
+                  terse_op_t op) {
         std::lock_guard<std::mutex> lock(mu_);
         h5::QuietErrors quiet;
         const std::string comm_name(st.comm_name);
         hid_t group = comm_group(comm_name);
         if (group < 0)
-            return set_error(TERSE_ERR_IO, "capture file '%s': cannot create the group of "
-                             "communicator '%s'", path_.c_str(), comm_name.c_str());
+            return set_error(TERSE_ERR_IO,
+                             "capture file '%s': cannot create the group of "
+                             "communicator '%s'",
+                             path_.c_str(), comm_name.c_str());
         Handle type = h5::memory_type(dtype);
         if (!type.ok())
-            return set_error(TERSE_ERR_UNSUPPORTED, "capture: datatype %d has no HDF5 type",
-                             int(dtype));
+            return set_error(TERSE_ERR_UNSUPPORTED, "capture: datatype %d has no HDF5 type", int(dtype));
         // A freed communicator's name may be reused by a new one whose call
         // index restarts: never overwrite, add a suffix instead.
         std::string name = std::to_string(call_index);
@@ -110,17 +108,18 @@ public:
             name = std::to_string(call_index) + "~" + std::to_string(k);
         hsize_t dims = count;
         Handle space(H5Screate_simple(1, &dims, nullptr), H5Sclose);
-        Handle ds(space.ok() ? H5Dcreate2(group, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
-                                          H5P_DEFAULT, H5P_DEFAULT)
+        Handle ds(space.ok() ? H5Dcreate2(group, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                          H5P_DEFAULT)
                              : H5I_INVALID_HID,
                   H5Dclose);
         if (!ds.ok())
-            return set_error(TERSE_ERR_IO, "capture file '%s': cannot create dataset %s/%s",
-                             path_.c_str(), h5::link_name(comm_name).c_str(), name.c_str());
+            return set_error(TERSE_ERR_IO, "capture file '%s': cannot create dataset %s/%s", path_.c_str(),
+                             h5::link_name(comm_name).c_str(), name.c_str());
         if (count > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
-            return set_error(TERSE_ERR_IO, "capture file '%s': writing %zu elements to %s/%s failed "
-                             "(disk full?)", path_.c_str(), count, h5::link_name(comm_name).c_str(),
-                             name.c_str());
+            return set_error(TERSE_ERR_IO,
+                             "capture file '%s': writing %zu elements to %s/%s failed "
+                             "(disk full?)",
+                             path_.c_str(), count, h5::link_name(comm_name).c_str(), name.c_str());
         std::vector<int32_t> members(st.world_ranks.begin(), st.world_ranks.end());
         hid_t d = ds.get();
         int32_t world_rank = st.rank < int(members.size()) ? members[st.rank] : -1;
@@ -178,9 +177,8 @@ Status capture_open(const GlobalConfig &global, int world_rank, int world_size) 
     capture_close();
     if (global.capture_prefix.empty()) return TERSE_OK;
     if (global.capture_interval == 0)
-        return set_error(TERSE_ERR_INVALID,
-                         "TERSE_CAPTURE_INTERVAL=0: the interval must be a positive integer "
-                         "(1 records every call, N every N-th call of each communicator)");
+        return set_error(TERSE_ERR_INVALID, "TERSE_CAPTURE_INTERVAL=0: the interval must be a positive integer "
+                                            "(1 records every call, N every N-th call of each communicator)");
     auto *w = new (std::nothrow) CaptureWriter;
     if (!w) return set_error(TERSE_ERR_NO_MEMORY, "capture: out of memory");
     Status s = w->open(global.capture_prefix, global.capture_interval, world_rank, world_size);

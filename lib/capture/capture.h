@@ -32,7 +32,7 @@ class CaptureWriter;  // owns the open file; defined in capture.cc
 // them in from its communicator state).
 struct CaptureSite {
     std::string_view comm_name;
-    int rank = 0;                        // in the communicator
+    int rank = 0;  // in the communicator
     int size = 1;
     std::span<const int> world_ranks;    // comm rank -> MPI_COMM_WORLD rank
     const CommConfig *config = nullptr;  // its agreed configuration

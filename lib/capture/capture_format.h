@@ -87,7 +87,6 @@ private:
     void *data_ = nullptr;
 };
 
-
 inline bool dtype_from_name(const std::string &s, terse_dtype_t *out) {
     for (int d = 1; d < TERSE_DTYPE_MAX_; ++d) {
         if (s == dtype_name(terse_dtype_t(d))) {
@@ -148,19 +147,37 @@ inline bool dtype_of_h5_type(hid_t type, terse_dtype_t *out) {
     H5T_class_t cls = H5Tget_class(type);
     size_t size = H5Tget_size(type);
     if (cls == H5T_FLOAT) {
-        if (size == 4) { *out = TERSE_DTYPE_FLOAT32; return true; }
-        if (size == 8) { *out = TERSE_DTYPE_FLOAT64; return true; }
+        if (size == 4) {
+            *out = TERSE_DTYPE_FLOAT32;
+            return true;
+        }
+        if (size == 8) {
+            *out = TERSE_DTYPE_FLOAT64;
+            return true;
+        }
         if (size == 2) {
             size_t spos, epos, esize, mpos, msize;
             if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
-            if (esize == 5 && msize == 10) { *out = TERSE_DTYPE_FLOAT16; return true; }
-            if (esize == 8 && msize == 7) { *out = TERSE_DTYPE_BFLOAT16; return true; }
+            if (esize == 5 && msize == 10) {
+                *out = TERSE_DTYPE_FLOAT16;
+                return true;
+            }
+            if (esize == 8 && msize == 7) {
+                *out = TERSE_DTYPE_BFLOAT16;
+                return true;
+            }
         }
         return false;
     }
     if (cls == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_2) {
-        if (size == 4) { *out = TERSE_DTYPE_INT32; return true; }
-        if (size == 8) { *out = TERSE_DTYPE_INT64; return true; }
+        if (size == 4) {
+            *out = TERSE_DTYPE_INT32;
+            return true;
+        }
+        if (size == 8) {
+            *out = TERSE_DTYPE_INT64;
+            return true;
+        }
     }
     return false;
 }

@@ -24,8 +24,6 @@ constexpr uint64_t codec_call_seed(uint32_t ctx_id, uint32_t seq, size_t g, int 
 }
 
 // Seed of the statistics pass of summable codecs for chunk g.
-constexpr uint64_t codec_stats_seed(uint32_t seq, size_t g) {
-    return seed_mix64((uint64_t(seq) << 32) ^ g);
-}
+constexpr uint64_t codec_stats_seed(uint32_t seq, size_t g) { return seed_mix64((uint64_t(seq) << 32) ^ g); }
 
 }  // namespace terse

@@ -28,8 +28,7 @@ constexpr Table make_tables() {
         t[0][i] = c;
     }
     for (int k = 1; k < 8; k++)
-        for (uint32_t i = 0; i < 256; i++)
-            t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xffu];
+        for (uint32_t i = 0; i < 256; i++) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xffu];
     return t;
 }
 
@@ -111,8 +110,7 @@ const ZeroShift &short_shift() {
 }
 
 template <size_t Block>
-__attribute__((target("sse4.2"))) inline uint32_t hw_three_way(uint32_t s, const uint8_t *p,
-                                                                 const ZeroShift &z) {
+__attribute__((target("sse4.2"))) inline uint32_t hw_three_way(uint32_t s, const uint8_t *p, const ZeroShift &z) {
     uint64_t a = s, b = 0, c = 0;
     const uint8_t *pb = p + Block;
     const uint8_t *pc = p + 2 * Block;

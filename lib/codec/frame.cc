@@ -40,7 +40,6 @@ T get(const uint8_t *p, size_t off) {
     return v;
 }
 
-
 }  // namespace
 
 uint32_t frame_seal_header(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
@@ -61,8 +60,8 @@ uint32_t frame_seal_header(void *dst, terse_dtype_t dtype, uint8_t flags, uint32
 
 void frame_seal_check(void *dst, uint32_t check) { put<uint32_t>(static_cast<uint8_t *>(dst), kOffCheck, check); }
 
-size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
-                  uint32_t contributors, uint64_t count, uint64_t payload_len) {
+size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id, uint32_t contributors,
+                  uint64_t count, uint64_t payload_len) {
     auto *p = static_cast<uint8_t *>(dst);
     uint32_t check = frame_seal_header(dst, dtype, flags, codec_id, contributors, count, payload_len);
     frame_seal_check(dst, crc32c(check, p + kFrameHeaderSize, payload_len));
@@ -89,14 +88,13 @@ void frame_spoil_check(void *frame) { static_cast<uint8_t *>(frame)[kOffCheck] ^
 // A poison frame is accepted whatever its dtype, count and codec: the rank
 // that failed may not have got far enough to know them, and its receivers
 // must fail with "remote failure", not "corrupt frame".
-Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype,
-                         uint32_t expect_codec_id, uint64_t expect_count, int peer,
-                         FrameInfo *out, uint32_t *check) {
+Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype, uint32_t expect_codec_id,
+                         uint64_t expect_count, int peer, FrameInfo *out, uint32_t *check) {
     const auto *p = static_cast<const uint8_t *>(buf);
     if (p == nullptr || len < kFrameHeaderSize)
         return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: %zu bytes received, shorter than the %zu-byte header",
-                         peer, p ? len : size_t{0}, kFrameHeaderSize);
+                         "frame from rank %d: %zu bytes received, shorter than the %zu-byte header", peer,
+                         p ? len : size_t{0}, kFrameHeaderSize);
 
     const uint32_t magic = get<uint32_t>(p, kOffMagic);
     if (magic != kFrameMagic)
@@ -115,11 +113,10 @@ Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype
     const unsigned flags = get<uint8_t>(p, kOffFlags);
     if (flags & ~unsigned{FRAME_RAW | FRAME_POISON})
         return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: unknown flags 0x%02x (known: raw 0x%02x, poison 0x%02x)",
-                         peer, flags, unsigned{FRAME_RAW}, unsigned{FRAME_POISON});
+                         "frame from rank %d: unknown flags 0x%02x (known: raw 0x%02x, poison 0x%02x)", peer,
+                         flags, unsigned{FRAME_RAW}, unsigned{FRAME_POISON});
     if ((flags & FRAME_RAW) && (flags & FRAME_POISON))
-        return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: flags 0x%02x mark the frame both raw and poison",
+        return set_error(TERSE_ERR_CORRUPT, "frame from rank %d: flags 0x%02x mark the frame both raw and poison",
                          peer, flags);
     const bool poison = flags & FRAME_POISON;
     const bool raw = flags & FRAME_RAW;
@@ -128,37 +125,32 @@ Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype
     const uint32_t res1 = get<uint32_t>(p, kOffReserved1);
     if (res0 != 0 || res1 != 0)
         return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: reserved header fields are 0x%02x and 0x%08" PRIx32
-                         ", expected 0",
+                         "frame from rank %d: reserved header fields are 0x%02x and 0x%08" PRIx32 ", expected 0",
                          peer, res0, res1);
 
     const unsigned dtype = get<uint8_t>(p, kOffDtype);
     if (!poison) {
         if (dtype_size(dtype) == 0)
             return set_error(TERSE_ERR_CORRUPT,
-                             "frame from rank %d: dtype %u is not a terse dtype (valid: 1..%d)",
-                             peer, dtype, int{TERSE_DTYPE_MAX_} - 1);
+                             "frame from rank %d: dtype %u is not a terse dtype (valid: 1..%d)", peer, dtype,
+                             int{TERSE_DTYPE_MAX_} - 1);
         if (dtype != static_cast<unsigned>(expect_dtype))
-            return set_error(TERSE_ERR_CORRUPT,
-                             "frame from rank %d: dtype %s (%u), expected %s (%u)", peer,
-                             dtype_name(dtype), dtype,
-                             dtype_name(static_cast<unsigned>(expect_dtype)),
+            return set_error(TERSE_ERR_CORRUPT, "frame from rank %d: dtype %s (%u), expected %s (%u)", peer,
+                             dtype_name(dtype), dtype, dtype_name(static_cast<unsigned>(expect_dtype)),
                              static_cast<unsigned>(expect_dtype));
     }
 
     const uint64_t count = get<uint64_t>(p, kOffCount);
     if (!poison && count != expect_count)
-        return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: element count %" PRIu64 ", expected %" PRIu64, peer,
-                         count, expect_count);
+        return set_error(TERSE_ERR_CORRUPT, "frame from rank %d: element count %" PRIu64 ", expected %" PRIu64,
+                         peer, count, expect_count);
 
     const uint64_t payload_len = get<uint64_t>(p, kOffPayloadLen);
     const uint64_t received = len - kFrameHeaderSize;
     if (payload_len != received)
         return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: payload length %" PRIu64 " but %" PRIu64
-                         " bytes received",
-                         peer, payload_len, received);
+                         "frame from rank %d: payload length %" PRIu64 " but %" PRIu64 " bytes received", peer,
+                         payload_len, received);
 
     const uint32_t codec_id = get<uint32_t>(p, kOffCodec);
     if (!raw && !poison && codec_id != expect_codec_id)
@@ -169,9 +161,8 @@ Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype
 
     if (poison && payload_len != 0)
         return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: poison frame with payload length %" PRIu64
-                         ", expected 0",
-                         peer, payload_len);
+                         "frame from rank %d: poison frame with payload length %" PRIu64 ", expected 0", peer,
+                         payload_len);
 
     if (raw) {
         const uint64_t esize = dtype_size(dtype);
@@ -202,17 +193,16 @@ Status frame_open_check(const void *buf, uint32_t check, int peer) {
     const uint32_t stored = get<uint32_t>(p, kOffCheck);
     if (check != stored)
         return set_error(TERSE_ERR_CORRUPT,
-                         "frame from rank %d: check value 0x%08" PRIx32 ", computed 0x%08" PRIx32
-                         " over %" PRIu64 " payload bytes (data corrupted in transit)",
+                         "frame from rank %d: check value 0x%08" PRIx32 ", computed 0x%08" PRIx32 " over %" PRIu64
+                         " payload bytes (data corrupted in transit)",
                          peer, stored, check, get<uint64_t>(p, kOffPayloadLen));
     return TERSE_OK;
 }
 
 // The check value comes last because a field-specific message says more
 // than "check value mismatch" when a sender is buggy.
-Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
-                  uint32_t expect_codec_id, uint64_t expect_count, int peer,
-                  FrameInfo *out) {
+Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype, uint32_t expect_codec_id,
+                  uint64_t expect_count, int peer, FrameInfo *out) {
     FrameInfo fi;
     uint32_t check = 0;
     Status s = frame_open_header(buf, len, expect_dtype, expect_codec_id, expect_count, peer, &fi, &check);

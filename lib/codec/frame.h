@@ -50,8 +50,8 @@ uint32_t crc32c(uint32_t crc, const void *data, size_t len);
 
 // Write the header in front of a payload already placed at dst+kFrameHeaderSize
 // and compute the check value.  Returns the total frame length.
-size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
-                  uint32_t contributors, uint64_t count, uint64_t payload_len);
+size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id, uint32_t contributors,
+                  uint64_t count, uint64_t payload_len);
 
 // Sealing and opening in two steps, for a caller that computes the check
 // value over the payload itself, in the same pass that produces or reads
@@ -66,9 +66,8 @@ size_t frame_seal(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_
 uint32_t frame_seal_header(void *dst, terse_dtype_t dtype, uint8_t flags, uint32_t codec_id,
                            uint32_t contributors, uint64_t count, uint64_t payload_len);
 void frame_seal_check(void *dst, uint32_t check);
-Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype,
-                         uint32_t expect_codec_id, uint64_t expect_count, int peer,
-                         FrameInfo *out, uint32_t *check);
+Status frame_open_header(const void *buf, size_t len, terse_dtype_t expect_dtype, uint32_t expect_codec_id,
+                         uint64_t expect_count, int peer, FrameInfo *out, uint32_t *check);
 Status frame_open_check(const void *buf, uint32_t check, int peer);
 
 // The header of a frame of len bytes that this process sealed or already
@@ -82,8 +81,7 @@ void frame_spoil_check(void *frame);
 // Validate a received frame of len bytes.  expect_codec_id is checked unless
 // the frame is raw or poison; expect_count and expect_dtype always.  Names
 // the peer (rank) in the error message.
-Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype,
-                  uint32_t expect_codec_id, uint64_t expect_count, int peer,
-                  FrameInfo *out);
+Status frame_open(const void *buf, size_t len, terse_dtype_t expect_dtype, uint32_t expect_codec_id,
+                  uint64_t expect_count, int peer, FrameInfo *out);
 
 }  // namespace terse

@@ -55,8 +55,7 @@ std::string name_from_filename(const std::string &file) {
     static constexpr std::string_view kPrefix = "terse_", kSuffix = ".so";
     std::string_view f = file;
     if (auto slash = f.rfind('/'); slash != std::string_view::npos) f.remove_prefix(slash + 1);
-    if (f.size() <= kPrefix.size() + kSuffix.size() || !f.starts_with(kPrefix) ||
-        !f.ends_with(kSuffix))
+    if (f.size() <= kPrefix.size() + kSuffix.size() || !f.starts_with(kPrefix) || !f.ends_with(kSuffix))
         return {};
     std::string name(f.substr(kPrefix.size(), f.size() - kPrefix.size() - kSuffix.size()));
     return valid_name(name.c_str()) ? name : std::string{};
@@ -90,7 +89,6 @@ std::string join(const std::vector<std::string> &v, const char *sep) {
     return out;
 }
 
-
 std::string dtype_list(uint32_t mask) {
     std::vector<std::string> v;
     for (unsigned dt = 1; dt < TERSE_DTYPE_MAX_; dt++)
@@ -123,7 +121,8 @@ terse_bound_kind_t CodecParams::stated_bound(int nranks, double *value) const {
     const terse_codec_descriptor_t *d = plugin_->desc;
     if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) return TERSE_BOUND_ABS;
     int kind = TERSE_BOUND_NONE;
-    if (!d->error_contract || d->error_contract(params_, nranks, &kind, value) != TERSE_CODEC_OK) return TERSE_BOUND_NONE;
+    if (!d->error_contract || d->error_contract(params_, nranks, &kind, value) != TERSE_CODEC_OK)
+        return TERSE_BOUND_NONE;
     if ((kind != TERSE_BOUND_ABS && kind != TERSE_BOUND_REL) || !(*value >= 0) || !std::isfinite(*value))
         return TERSE_BOUND_NONE;
     return static_cast<terse_bound_kind_t>(kind);
@@ -224,8 +223,8 @@ Status Registry::find(const std::string &name, const CodecPlugin **out) {
 
         std::vector<std::string> avail = list_plugins(searched);
         return set_error(TERSE_ERR_PLUGIN, "unknown codec '%s' (%s%s; searched: %s)", name.c_str(),
-                         avail.empty() ? "no codec plugins found" : "available: ",
-                         join(avail, ", ").c_str(), join(searched, ", ").c_str());
+                         avail.empty() ? "no codec plugins found" : "available: ", join(avail, ", ").c_str(),
+                         join(searched, ", ").c_str());
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "out of memory looking up codec '%s'", name.c_str());
     } catch (const std::exception &e) {
@@ -277,8 +276,8 @@ Status Registry::load_file(const std::string &path, const CodecPlugin **out) {
         try {
             desc = entry();
         } catch (...) {
-            return set_error(TERSE_ERR_PLUGIN, "plugin %s: %s() threw a C++ exception",
-                             path.c_str(), TERSE_CODEC_ENTRY_SYMBOL);
+            return set_error(TERSE_ERR_PLUGIN, "plugin %s: %s() threw a C++ exception", path.c_str(),
+                             TERSE_CODEC_ENTRY_SYMBOL);
         }
         if (Status st = validate(desc, path); st != TERSE_OK) return st;
 
@@ -311,13 +310,13 @@ Status Registry::load_file(const std::string &path, const CodecPlugin **out) {
 Status Registry::validate(const terse_codec_descriptor_t *d, const std::string &path) {
     const char *p = path.c_str();
     if (d == nullptr)
-        return set_error(TERSE_ERR_PLUGIN, "plugin %s: %s() returned NULL, expected a codec descriptor",
-                         p, TERSE_CODEC_ENTRY_SYMBOL);
+        return set_error(TERSE_ERR_PLUGIN, "plugin %s: %s() returned NULL, expected a codec descriptor", p,
+                         TERSE_CODEC_ENTRY_SYMBOL);
     // abi_version and struct_size are the first two fields in every ABI
     // version, so they can be read before knowing the layout is ours.
     if (d->abi_version != TERSE_CODEC_ABI_VERSION)
-        return set_error(TERSE_ERR_PLUGIN, "plugin %s: ABI version %u, this terse expects %u", p,
-                         d->abi_version, TERSE_CODEC_ABI_VERSION);
+        return set_error(TERSE_ERR_PLUGIN, "plugin %s: ABI version %u, this terse expects %u", p, d->abi_version,
+                         TERSE_CODEC_ABI_VERSION);
     if (d->struct_size != sizeof(terse_codec_descriptor_t))
         return set_error(TERSE_ERR_PLUGIN,
                          "plugin %s: descriptor struct_size %u, this terse expects %zu (built "
@@ -331,8 +330,8 @@ Status Registry::validate(const terse_codec_descriptor_t *d, const std::string &
     const std::string file_name = name_from_filename(path);
     if (file_name != d->name)
         return set_error(TERSE_ERR_PLUGIN,
-                         "plugin %s: codec name '%s' does not match its file name, expected '%s'",
-                         p, d->name, file_name.c_str());
+                         "plugin %s: codec name '%s' does not match its file name, expected '%s'", p, d->name,
+                         file_name.c_str());
 
     struct Required {
         const char *name;
@@ -358,7 +357,10 @@ Status Registry::validate(const terse_codec_descriptor_t *d, const std::string &
             return set_error(TERSE_ERR_PLUGIN,
                              "plugin %s: mode summable requires callbacks stats_count, stats and "
                              "combine, but %s is NULL",
-                             p, !d->stats_count ? "stats_count" : !d->stats ? "stats" : "combine");
+                             p,
+                             !d->stats_count ? "stats_count"
+                             : !d->stats     ? "stats"
+                                             : "combine");
         break;
     case TERSE_REDUCE_RECOMPRESS:
     case TERSE_REDUCE_GATHER:
@@ -386,8 +388,8 @@ Status Registry::validate(const terse_codec_descriptor_t *d, const std::string &
         return set_error(TERSE_ERR_PLUGIN,
                          "plugin %s: dtype mask 0x%x is %s, expected a non-empty set of bits "
                          "TERSE_DTYPE_BIT(1..%d) (mask 0x%x)",
-                         p, d->dtypes, d->dtypes == 0 ? "empty" : "out of range",
-                         int{TERSE_DTYPE_MAX_} - 1, kAllDtypes);
+                         p, d->dtypes, d->dtypes == 0 ? "empty" : "out of range", int{TERSE_DTYPE_MAX_} - 1,
+                         kAllDtypes);
     if (!(d->mem_kinds & TERSE_MEM_HOST) || (d->mem_kinds & ~kAllMemKinds))
         return set_error(TERSE_ERR_PLUGIN,
                          "plugin %s: memory kinds 0x%x, expected host (0x%x) plus optionally "
@@ -395,8 +397,7 @@ Status Registry::validate(const terse_codec_descriptor_t *d, const std::string &
                          p, d->mem_kinds, unsigned{TERSE_MEM_HOST}, unsigned{TERSE_MEM_CUDA});
     for (size_t i = 0; i < sizeof d->reserved / sizeof d->reserved[0]; i++)
         if (d->reserved[i])
-            return set_error(TERSE_ERR_PLUGIN, "plugin %s: reserved[%zu] is not NULL, expected all NULL",
-                             p, i);
+            return set_error(TERSE_ERR_PLUGIN, "plugin %s: reserved[%zu] is not NULL, expected all NULL", p, i);
     return TERSE_OK;
 }
 
@@ -420,8 +421,7 @@ Status Registry::parse_params(const CodecSpec &spec, std::unique_ptr<CodecParams
             return set_error(TERSE_ERR_PLUGIN, "codec '%s': parse threw a C++ exception", name);
         }
         if (rc != TERSE_CODEC_OK)
-            return set_error(codec_status(rc), "codec '%s': %s", name,
-                             plugin_message(err, rc).c_str());
+            return set_error(codec_status(rc), "codec '%s': %s", name, plugin_message(err, rc).c_str());
         *out = std::make_unique<CodecParams>(plugin, params);
         return TERSE_OK;
     } catch (const std::bad_alloc &) {
@@ -462,12 +462,11 @@ Status Registry::create(const CodecParams &params, const terse_codec_setup_t &se
     const terse_codec_descriptor_t *d = plugin->desc;
     const unsigned dt = static_cast<unsigned>(setup.dtype);
     if (dt == 0 || dt >= TERSE_DTYPE_MAX_ || !(d->dtypes & TERSE_DTYPE_BIT(dt)))
-        return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' does not support dtype %s (supports: %s)",
-                         d->name, dtype_name(dt), dtype_list(d->dtypes).c_str());
+        return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' does not support dtype %s (supports: %s)", d->name,
+                         dtype_name(dt), dtype_list(d->dtypes).c_str());
     if (!(d->mem_kinds & setup.mem_kind))
-        return set_error(TERSE_ERR_UNSUPPORTED,
-                         "codec '%s' does not support %s memory (supports: host%s)", d->name,
-                         setup.mem_kind == TERSE_MEM_CUDA ? "cuda" : "this kind of",
+        return set_error(TERSE_ERR_UNSUPPORTED, "codec '%s' does not support %s memory (supports: host%s)",
+                         d->name, setup.mem_kind == TERSE_MEM_CUDA ? "cuda" : "this kind of",
                          (d->mem_kinds & TERSE_MEM_CUDA) ? ", cuda" : "");
     terse_codec_setup_t s = setup;
     s.struct_size = sizeof s;
@@ -481,17 +480,14 @@ Status Registry::create(const CodecParams &params, const terse_codec_setup_t &se
             return set_error(TERSE_ERR_PLUGIN, "codec '%s': create threw a C++ exception", d->name);
         }
         if (rc != TERSE_CODEC_OK)
-            return set_error(codec_status(rc), "codec '%s': %s", d->name,
-                             plugin_message(err, rc).c_str());
+            return set_error(codec_status(rc), "codec '%s': %s", d->name, plugin_message(err, rc).c_str());
         if (!inst)
-            return set_error(TERSE_ERR_PLUGIN, "codec '%s': create succeeded but returned no instance",
-                             d->name);
+            return set_error(TERSE_ERR_PLUGIN, "codec '%s': create succeeded but returned no instance", d->name);
         *out = std::make_unique<CodecInstance>(plugin, inst, s);
         return TERSE_OK;
     } catch (const std::bad_alloc &) {
         if (inst) d->destroy(inst);
-        return set_error(TERSE_ERR_NO_MEMORY, "codec '%s': out of memory creating an instance",
-                         d->name);
+        return set_error(TERSE_ERR_NO_MEMORY, "codec '%s': out of memory creating an instance", d->name);
     }
 }
 

@@ -18,8 +18,7 @@ using config_text::quote;
 
 std::string CodecSpec::text() const {
     auto sorted = params;
-    std::sort(sorted.begin(), sorted.end(),
-              [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     std::string out = name;
     for (size_t i = 0; i < sorted.size(); ++i) {
         out += i ? ',' : ':';
@@ -34,9 +33,8 @@ Status codec_spec_parse(std::string_view text, const std::string &source, CodecS
     const config_value::Codec codec;
     std::string why;
     if (codec.parse(text, out, &why)) return TERSE_OK;
-    return set_error(TERSE_ERR_INVALID, "%s: invalid value '%s' for codec: %s (accepted: %s)",
-                     source.c_str(), quote(text).c_str(), why.c_str(),
-                     codec.accepted(CodecSpec{}).c_str());
+    return set_error(TERSE_ERR_INVALID, "%s: invalid value '%s' for codec: %s (accepted: %s)", source.c_str(),
+                     quote(text).c_str(), why.c_str(), codec.accepted(CodecSpec{}).c_str());
 }
 
 AutoCodec auto_codec_of(const CodecSpec &spec) { return config_value::auto_codec_from(spec); }
@@ -55,8 +53,7 @@ const std::vector<std::string> &config_keys() {
     return keys;
 }
 
-Status config_apply(CommConfig *cfg, std::string_view key, std::string_view value,
-                    const std::string &source) {
+Status config_apply(CommConfig *cfg, std::string_view key, std::string_view value, const std::string &source) {
     return config_key_apply(kFromFile, key, value, source, cfg, nullptr);
 }
 
@@ -75,8 +72,7 @@ Status config_apply_hints(const InfoHints &hints, CommConfig *cfg, ConfigOverrid
     ConfigOverrides mine;
     for (const auto &[key, value] : hints) {
         if (key.compare(0, kPrefix.size(), kPrefix) != 0) continue;  // hints for MPI or others
-        if (Status st = config_key_apply(kFromInfo, key, value, "", &next, nullptr); st != TERSE_OK)
-            return st;
+        if (Status st = config_key_apply(kFromInfo, key, value, "", &next, nullptr); st != TERSE_OK) return st;
         mine[key.substr(kPrefix.size())] = value;
     }
     *cfg = std::move(next);
@@ -87,8 +83,7 @@ Status config_apply_hints(const InfoHints &hints, CommConfig *cfg, ConfigOverrid
 Status config_apply_hint_overrides(const ConfigOverrides &hints, CommConfig *cfg) {
     CommConfig next = *cfg;
     for (const auto &[key, value] : hints)
-        if (Status st = config_key_apply(kFromInfo, "terse_" + key, value, "", &next, nullptr);
-            st != TERSE_OK)
+        if (Status st = config_key_apply(kFromInfo, "terse_" + key, value, "", &next, nullptr); st != TERSE_OK)
             return st;
     *cfg = std::move(next);
     return TERSE_OK;
@@ -97,8 +92,7 @@ Status config_apply_hint_overrides(const ConfigOverrides &hints, CommConfig *cfg
 Status config_apply_overrides(const ConfigOverrides &ov, CommConfig *cfg) {
     CommConfig next = *cfg;
     for (const auto &[key, value] : ov)
-        if (Status st = config_key_apply(kFromApi, key, value, "", &next, nullptr); st != TERSE_OK)
-            return st;
+        if (Status st = config_key_apply(kFromApi, key, value, "", &next, nullptr); st != TERSE_OK) return st;
     *cfg = std::move(next);
     return TERSE_OK;
 }

@@ -27,7 +27,7 @@ namespace terse {
 struct CodecSpec {
     std::string name = "none";
     std::vector<std::pair<std::string, std::string>> params;  // in written order
-    std::string text() const;  // canonical "name:k=v,k=v" (params sorted by key)
+    std::string text() const;                                 // canonical "name:k=v,k=v" (params sorted by key)
 };
 
 enum class Algorithm { Auto, Ring, RecursiveDoubling, Gather, TwoLevel };
@@ -66,38 +66,37 @@ const char *planner_name(PlannerMode p);
 // Each field is a row of the key table (config_keys.cc); its initialiser is
 // the key's default.
 struct CommConfig {
-    bool enable = true;               // enable
-    CodecSpec codec;                  // codec
-    size_t min_bytes = 65536;         // min_bytes: smaller calls go to PMPI
-    size_t chunk_bytes = 1u << 20;    // chunk_bytes: pipeline chunk (input bytes)
-    int pipeline_depth = 4;           // pipeline_depth: chunks in flight per peer
-    Algorithm algorithm = Algorithm::Auto;  // algorithm
-    int feedback = -1;                // feedback: -1 codec default, 0 off, 1 on
-    bool verify = false;              // verify: compare with PMPI, record error
-    unsigned guard = 0;               // guard: check every guard-th lossy allreduce; 0 off
-    ErrorBudget guard_budget;         // guard_budget: allowed error; none: the codec's bound
-    std::string tune_file;            // tune_file: tuning file (tune_file.h); "" none
+    bool enable = true;                        // enable
+    CodecSpec codec;                           // codec
+    size_t min_bytes = 65536;                  // min_bytes: smaller calls go to PMPI
+    size_t chunk_bytes = 1u << 20;             // chunk_bytes: pipeline chunk (input bytes)
+    int pipeline_depth = 4;                    // pipeline_depth: chunks in flight per peer
+    Algorithm algorithm = Algorithm::Auto;     // algorithm
+    int feedback = -1;                         // feedback: -1 codec default, 0 off, 1 on
+    bool verify = false;                       // verify: compare with PMPI, record error
+    unsigned guard = 0;                        // guard: check every guard-th lossy allreduce; 0 off
+    ErrorBudget guard_budget;                  // guard_budget: allowed error; none: the codec's bound
+    std::string tune_file;                     // tune_file: tuning file (tune_file.h); "" none
     PlannerMode planner = PlannerMode::Model;  // planner
 
-    std::string canonical() const;    // "enable=1 codec=... min_bytes=..." in table order
-    uint64_t hash() const;            // FNV-1a of canonical()
+    std::string canonical() const;  // "enable=1 codec=... min_bytes=..." in table order
+    uint64_t hash() const;          // FNV-1a of canonical()
 };
 
 // Process-wide settings (not per communicator), rows of the key table too.
 struct GlobalConfig {
-    std::string plugin_path;          // TERSE_PLUGIN_PATH (colon-separated dirs)
-    std::string config_file;          // TERSE_CONFIG
-    int stats = 0;                    // TERSE_STATS: 0 off, 1 print at finalize
-    std::string log_level = "warn";   // TERSE_LOG
-    std::string capture_prefix;       // TERSE_CAPTURE
-    unsigned capture_interval = 1;    // TERSE_CAPTURE_INTERVAL
-    std::string node_key;             // TERSE_NODE_KEY: this rank's node; empty = shared memory decides
+    std::string plugin_path;         // TERSE_PLUGIN_PATH (colon-separated dirs)
+    std::string config_file;         // TERSE_CONFIG
+    int stats = 0;                   // TERSE_STATS: 0 off, 1 print at finalize
+    std::string log_level = "warn";  // TERSE_LOG
+    std::string capture_prefix;      // TERSE_CAPTURE
+    unsigned capture_interval = 1;   // TERSE_CAPTURE_INTERVAL
+    std::string node_key;            // TERSE_NODE_KEY: this rank's node; empty = shared memory decides
 };
 
 // One key of CommConfig as a config file spells it ("codec", "min_bytes"...).
 // source is used in messages, e.g. "config file x:12" or "--chunk-bytes".
-Status config_apply(CommConfig *cfg, std::string_view key, std::string_view value,
-                    const std::string &source);
+Status config_apply(CommConfig *cfg, std::string_view key, std::string_view value, const std::string &source);
 
 // Parse the codec grammar.
 Status codec_spec_parse(std::string_view text, const std::string &source, CodecSpec *out);
@@ -112,8 +111,7 @@ const std::vector<std::string> &config_keys();
 // of the per-communicator defaults.  Unknown TERSE_* variables (other than
 // TERSE_UCX_*, which belong to UCX) are errors that suggest the closest
 // known name.  env == nullptr reads ::environ.
-Status config_read_environment(GlobalConfig *global, CommConfig *defaults,
-                               char **env = nullptr);
+Status config_read_environment(GlobalConfig *global, CommConfig *defaults, char **env = nullptr);
 
 // Names of the TERSE_* variables config_read_environment() accepts (the
 // per-communicator keys upper-cased, then the process-wide ones).
@@ -134,8 +132,15 @@ public:
     Status apply_section(size_t index, CommConfig *cfg) const;
 
 private:
-    struct Entry { std::string key, value; int line; };
-    struct Section { std::string pattern; int line; std::vector<Entry> entries; };
+    struct Entry {
+        std::string key, value;
+        int line;
+    };
+    struct Section {
+        std::string pattern;
+        int line;
+        std::vector<Entry> entries;
+    };
     std::string origin_;
     std::vector<Section> sections_;
 };

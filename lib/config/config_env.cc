@@ -23,8 +23,7 @@ constexpr std::string_view kUcxPrefix = "TERSE_UCX_";
 
 // Set by terse's own test harness and tools (tests/Makefile.am exports them
 // to every test, and so to every rank); not configuration, never read here.
-const char *const kToolVars[] = {"TERSE_LIB", "TERSE_SRCDIR", "TERSE_BUILDDIR",
-                                 "TERSE_SHARED_DATA"};
+const char *const kToolVars[] = {"TERSE_LIB", "TERSE_SRCDIR", "TERSE_BUILDDIR", "TERSE_SHARED_DATA"};
 
 }  // namespace
 
@@ -53,15 +52,13 @@ Status config_read_environment(GlobalConfig *global, CommConfig *defaults, char 
         if (!key.accepts(kFromEnv)) continue;
         const std::string name = config_key_spelling(key, kFromEnv);
         if (auto it = vars.find(name); it != vars.end()) {
-            if (Status st = config_key_apply(kFromEnv, name, it->second, "", &d, &g); st != TERSE_OK)
-                return st;
+            if (Status st = config_key_apply(kFromEnv, name, it->second, "", &d, &g); st != TERSE_OK) return st;
             vars.erase(it);
         }
     }
     for (const auto &[name, value] : vars) {
         if (name.compare(0, kUcxPrefix.size(), kUcxPrefix) == 0) continue;
-        if (std::any_of(std::begin(kToolVars), std::end(kToolVars),
-                        [&](const char *t) { return name == t; }))
+        if (std::any_of(std::begin(kToolVars), std::end(kToolVars), [&](const char *t) { return name == t; }))
             continue;
         return config_key_apply(kFromEnv, name, value, "", &d, &g);  // the unknown-name error
     }

@@ -27,8 +27,7 @@ struct FileCloser {
 // stays part of it, since codec parameter values may contain either.
 std::string_view strip_comment(std::string_view line) {
     for (size_t i = 0; i < line.size(); ++i)
-        if ((line[i] == '#' || line[i] == ';') &&
-            (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t'))
+        if ((line[i] == '#' || line[i] == ';') && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t'))
             return line.substr(0, i);
     return line;
 }
@@ -37,16 +36,13 @@ std::string_view strip_comment(std::string_view line) {
 
 Status ConfigFile::load(const std::string &path) {
     std::unique_ptr<FILE, FileCloser> f(fopen(path.c_str(), "rb"));
-    if (!f)
-        return set_error(TERSE_ERR_IO, "config file %s: cannot open: %s", path.c_str(),
-                         strerror(errno));
+    if (!f) return set_error(TERSE_ERR_IO, "config file %s: cannot open: %s", path.c_str(), strerror(errno));
     std::string text;
     char buf[4096];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
     if (ferror(f.get()))
-        return set_error(TERSE_ERR_IO, "config file %s: cannot read: %s", path.c_str(),
-                         strerror(errno));
+        return set_error(TERSE_ERR_IO, "config file %s: cannot read: %s", path.c_str(), strerror(errno));
     return parse(text, path);
 }
 
@@ -84,10 +80,11 @@ Status ConfigFile::parse(std::string_view text, const std::string &origin) {
 
         const size_t eq = line.find('=');
         if (eq == std::string_view::npos)
-            return set_error(TERSE_ERR_INVALID,
-                             "%s: '%s' is neither a section header nor a setting (accepted: '[pattern]' section headers, "
-                             "'key = value' lines, and comments starting with '#' or ';')",
-                             where.c_str(), quote(line).c_str());
+            return set_error(
+                TERSE_ERR_INVALID,
+                "%s: '%s' is neither a section header nor a setting (accepted: '[pattern]' section headers, "
+                "'key = value' lines, and comments starting with '#' or ';')",
+                where.c_str(), quote(line).c_str());
         const std::string key(trim(line.substr(0, eq)));
         const std::string value(trim(line.substr(eq + 1)));
         if (key.empty())
@@ -117,8 +114,8 @@ Status ConfigFile::apply(const std::string &comm_name, CommConfig *cfg) const {
 
 Status ConfigFile::apply_section(size_t index, CommConfig *cfg) const {
     if (index >= sections_.size())
-        return set_error(TERSE_ERR_INVALID, "config file %s: no section %zu (it has %zu)",
-                         origin_.c_str(), index, sections_.size());
+        return set_error(TERSE_ERR_INVALID, "config file %s: no section %zu (it has %zu)", origin_.c_str(), index,
+                         sections_.size());
     CommConfig next = *cfg;
     for (const Entry &e : sections_[index].entries) {
         const std::string where = "config file " + origin_ + ":" + std::to_string(e.line);

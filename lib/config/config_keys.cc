@@ -21,10 +21,10 @@ constexpr size_t kGiB = size_t(1) << 30;
 constexpr size_t kTiB = size_t(1) << 40;
 
 const config_value::Choice<Algorithm> kAlgorithm{{{"auto", Algorithm::Auto},
-                                                   {"ring", Algorithm::Ring},
-                                                   {"recursive_doubling", Algorithm::RecursiveDoubling},
-                                                   {"gather", Algorithm::Gather},
-                                                   {"two_level", Algorithm::TwoLevel}}};
+                                                  {"ring", Algorithm::Ring},
+                                                  {"recursive_doubling", Algorithm::RecursiveDoubling},
+                                                  {"gather", Algorithm::Gather},
+                                                  {"two_level", Algorithm::TwoLevel}}};
 
 // TERSE_NODE_KEY: a name for this rank's node, compared as text across the
 // ranks of a communicator (runtime/node_layout.cc); a hostname, a rack slot
@@ -59,15 +59,13 @@ struct NodeKey {
     std::vector<std::string> refused() const { return {"node 1", "a/b", std::string(kMaxLength + 1, 'n')}; }
 };
 
-const config_value::Choice<PlannerMode> kPlanner{{{"model", PlannerMode::Model},
-                                                   {"fixed", PlannerMode::Fixed}}};
+const config_value::Choice<PlannerMode> kPlanner{{{"model", PlannerMode::Model}, {"fixed", PlannerMode::Fixed}}};
 
 // One row: binds a name to a field of CommConfig (per communicator) or
 // GlobalConfig (process-wide) and to the kind of value it holds.  The
 // field's initialiser is the default.
 template <class Owner, class Field, class Kind>
-ConfigKey row(const char *name, Field Owner::*field, const Kind &kind, unsigned sources,
-              const char *help) {
+ConfigKey row(const char *name, Field Owner::*field, const Kind &kind, unsigned sources, const char *help) {
     static_assert(std::is_same_v<Owner, CommConfig> || std::is_same_v<Owner, GlobalConfig>,
                   "a key sets a field of CommConfig or GlobalConfig");
     static_assert(std::is_same_v<Field, typename Kind::type>, "the kind must hold the field's type");
@@ -84,7 +82,8 @@ ConfigKey row(const char *name, Field Owner::*field, const Kind &kind, unsigned 
     k.verbatim = Kind::verbatim;
     k.set = [field, kind](CommConfig *c, GlobalConfig *g, std::string_view text, std::string *why) {
         Owner *owner;
-        if constexpr (comm) owner = c; else owner = g;
+        if constexpr (comm) owner = c;
+        else owner = g;
         if (!owner) return false;
         Field v{};
         if (!kind.parse(text, &v, why)) return false;
@@ -93,7 +92,8 @@ ConfigKey row(const char *name, Field Owner::*field, const Kind &kind, unsigned 
     };
     k.get = [field, kind](const CommConfig *c, const GlobalConfig *g) -> std::string {
         const Owner *owner;
-        if constexpr (comm) owner = c; else owner = g;
+        if constexpr (comm) owner = c;
+        else owner = g;
         return owner ? kind.format(owner->*field) : std::string();
     };
     return k;
@@ -111,8 +111,7 @@ std::vector<ConfigKey> make_table() {
             "calls with fewer bytes pass through to the MPI library"),
         row("chunk_bytes", &CommConfig::chunk_bytes, Size{4 * kKiB, kGiB}, all,
             "pipeline chunk, in bytes of input"),
-        row("pipeline_depth", &CommConfig::pipeline_depth, Integer<int>{1, 64}, all,
-            "chunks in flight per peer"),
+        row("pipeline_depth", &CommConfig::pipeline_depth, Integer<int>{1, 64}, all, "chunks in flight per peer"),
         row("algorithm", &CommConfig::algorithm, kAlgorithm, all,
             "the schedule: auto lets the planner choose; two_level: the MPI library inside a node, "
             "the codec between nodes"),
@@ -133,19 +132,20 @@ std::vector<ConfigKey> make_table() {
         // Process-wide, from the environment only.
         row("plugin_path", &GlobalConfig::plugin_path, Text{"colon-separated directories"}, env,
             "directories searched for codec plugins before the install directory"),
-        row("config", &GlobalConfig::config_file, Text{"a file name"}, env,
-            "the configuration file"),
+        row("config", &GlobalConfig::config_file, Text{"a file name"}, env, "the configuration file"),
         row("stats", &GlobalConfig::stats,
             Choice<int>{{{"0", 0, "off"},
                          {"1", 1, "summary at MPI_Finalize"},
                          {"all", 2, "summary of every communicator"},
-                         {"off", 0, nullptr, false}, {"no", 0, nullptr, false},
-                         {"false", 0, nullptr, false}, {"on", 1, nullptr, false},
-                         {"yes", 1, nullptr, false}, {"true", 1, nullptr, false}}},
+                         {"off", 0, nullptr, false},
+                         {"no", 0, nullptr, false},
+                         {"false", 0, nullptr, false},
+                         {"on", 1, nullptr, false},
+                         {"yes", 1, nullptr, false},
+                         {"true", 1, nullptr, false}}},
             env, "statistics printed at MPI_Finalize"),
         row("log", &GlobalConfig::log_level,
-            Choice<std::string>{{{"error", "error"}, {"warn", "warn"}, {"info", "info"},
-                                 {"debug", "debug"}}},
+            Choice<std::string>{{{"error", "error"}, {"warn", "warn"}, {"info", "info"}, {"debug", "debug"}}},
             env, "diagnostics on standard error"),
         row("capture", &GlobalConfig::capture_prefix, Text{"a file name prefix"}, env,
             "record the inputs of intercepted allreduces to HDF5 files prefix.rankR.h5"),
@@ -189,15 +189,13 @@ void lift_codec_engine_keys(CommConfig *cfg) {
     }
 }
 
-Status not_here(ConfigSource source, const ConfigKey &key, std::string_view spelled,
-                const std::string &where) {
+Status not_here(ConfigSource source, const ConfigKey &key, std::string_view spelled, const std::string &where) {
     std::vector<std::string> places;
     for (ConfigSource s : {kFromEnv, kFromFile, kFromInfo, kFromApi})
-        if (key.accepts(s)) places.push_back(std::string(config_source_name(s)) + " " +
-                                             config_key_spelling(key, s));
+        if (key.accepts(s))
+            places.push_back(std::string(config_source_name(s)) + " " + config_key_spelling(key, s));
     return set_error(TERSE_ERR_INVALID, "%s: key '%s' cannot be set here: it is %s, set by %s",
-                     where.empty() ? config_source_name(source) : where.c_str(),
-                     quote(spelled).c_str(),
+                     where.empty() ? config_source_name(source) : where.c_str(), quote(spelled).c_str(),
                      key.scope == KeyScope::Process ? "process-wide" : "per communicator",
                      config_text::join(places, " or ").c_str());
 }
@@ -206,9 +204,8 @@ Status unknown(ConfigSource source, std::string_view spelled, const std::string 
     const std::vector<std::string> known = config_source_keys(source);
     const char *kind = source == kFromEnv ? "variable" : "key";
     return set_error(TERSE_ERR_INVALID, "%s: unknown %s '%s'; did you mean '%s'? (known %ss: %s%s)",
-                     where.empty() ? config_source_name(source) : where.c_str(), kind,
-                     quote(spelled).c_str(), config_text::closest(spelled, known).c_str(), kind,
-                     config_text::join(known).c_str(),
+                     where.empty() ? config_source_name(source) : where.c_str(), kind, quote(spelled).c_str(),
+                     config_text::closest(spelled, known).c_str(), kind, config_text::join(known).c_str(),
                      source == kFromEnv ? "; TERSE_UCX_* are passed to UCX" : "");
 }
 
@@ -266,8 +263,8 @@ Status config_key_apply(ConfigSource source, std::string_view spelled, std::stri
     if (!key->set(comm, global, text, &why))
         return set_error(TERSE_ERR_INVALID, "%s: invalid value '%s' for %s%s%s (accepted: %s)",
                          where.empty() ? value_where(source, spelled).c_str() : where.c_str(),
-                         quote(text).c_str(), key->name.c_str(), why.empty() ? "" : ": ",
-                         why.c_str(), key->accepted.c_str());
+                         quote(text).c_str(), key->name.c_str(), why.empty() ? "" : ": ", why.c_str(),
+                         key->accepted.c_str());
     if (key->scope == KeyScope::Comm) lift_codec_engine_keys(comm);
     return TERSE_OK;
 }

@@ -33,21 +33,19 @@ enum class KeyScope {
 };
 
 struct ConfigKey {
-    std::string name;          // bare name, as in the config file: "min_bytes"
+    std::string name;  // bare name, as in the config file: "min_bytes"
     KeyScope scope;
-    unsigned sources;          // ConfigSource bits
-    std::string help;          // one line, for listings
-    std::string accepted;      // what values are accepted, for messages and listings
-    std::string default_text;  // the default, in canonical form
+    unsigned sources;                  // ConfigSource bits
+    std::string help;                  // one line, for listings
+    std::string accepted;              // what values are accepted, for messages and listings
+    std::string default_text;          // the default, in canonical form
     std::vector<std::string> refused;  // values just outside the accepted ones
-    bool verbatim;             // the value is taken as is, blanks included
+    bool verbatim;                     // the value is taken as is, blanks included
 
     // Reads text into the key's field of *comm (scope Comm) or *global
     // (scope Process).  On refusal returns false, leaves the field as it
     // was, and may say why in *why.
-    std::function<bool(CommConfig *comm, GlobalConfig *global, std::string_view text,
-                       std::string *why)>
-        set;
+    std::function<bool(CommConfig *comm, GlobalConfig *global, std::string_view text, std::string *why)> set;
     // The field's value in canonical form (reads back through set).
     std::function<std::string(const CommConfig *comm, const GlobalConfig *global)> get;
 

@@ -12,11 +12,24 @@ using config_text::lower;
 using config_text::quote;
 
 // Booleans as users write them in shells and config files.
-const Choice<bool> kBool{{{"1", true}, {"0", false}, {"on", true}, {"off", false},
-                          {"true", true}, {"false", false}, {"yes", true}, {"no", false}}};
+const Choice<bool> kBool{{{"1", true},
+                          {"0", false},
+                          {"on", true},
+                          {"off", false},
+                          {"true", true},
+                          {"false", false},
+                          {"yes", true},
+                          {"no", false}}};
 
-const Choice<int> kFeedback{{{"default", -1}, {"1", 1}, {"0", 0}, {"on", 1}, {"off", 0},
-                             {"true", 1}, {"false", 0}, {"yes", 1}, {"no", 0}}};
+const Choice<int> kFeedback{{{"default", -1},
+                             {"1", 1},
+                             {"0", 0},
+                             {"on", 1},
+                             {"off", 0},
+                             {"true", 1},
+                             {"false", 0},
+                             {"yes", 1},
+                             {"no", 0}}};
 
 const Integer<unsigned> kGuard{0, 1000000000u};
 
@@ -26,13 +39,11 @@ constexpr const char *kSuffixes[] = {"", "K", "M", "G", "T"};
 
 bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
 
-bool valid_ident(std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), ident_char);
-}
+bool valid_ident(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), ident_char); }
 
 bool value_char(char c) {
-    return c != ',' && c != ':' && c != '=' && c != ' ' && c != '\t' && c != '\n' &&
-           c != '\r' && c != '\v' && c != '\f';
+    return c != ',' && c != ':' && c != '=' && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\v' &&
+           c != '\f';
 }
 
 std::string parse_codec(std::string_view text, CodecSpec *out);
@@ -51,8 +62,8 @@ std::string parse_budget(std::string_view v, AutoCodec *out) {
     char *end = nullptr;
     const double x = num.empty() ? 0.0 : std::strtod(num.c_str(), &end);
     if (num.empty() || *end != '\0' || !std::isfinite(x) || !(x > 0) || (kind == "rel" && x > 1))
-        return "budget '" + quote(v) + "' needs a number " + (kind == "rel" ? "in (0, 1]" : "> 0") +
-               " after '" + std::string(kind) + ":'";
+        return "budget '" + quote(v) + "' needs a number " + (kind == "rel" ? "in (0, 1]" : "> 0") + " after '" +
+               std::string(kind) + ":'";
     out->budget = kind == "abs" ? AutoCodec::Budget::Abs : AutoCodec::Budget::Rel;
     out->budget_value = x;
     return "";
@@ -114,7 +125,8 @@ std::string parse_auto(std::string_view rest, CodecSpec *out) {
         } else {
             int fb;
             if (!kFeedback.parse(value, &fb, nullptr))
-                why = "value '" + quote(value) + "' of parameter 'feedback' is not one of " + kFeedback.accepted(-1);
+                why = "value '" + quote(value) + "' of parameter 'feedback' is not one of " +
+                      kFeedback.accepted(-1);
             spec.params.emplace_back(key, value);
         }
         if (!why.empty()) return why;
@@ -131,8 +143,7 @@ std::string parse_codec(std::string_view text, CodecSpec *out) {
     const size_t colon = text.find(':');
     const std::string_view name = text.substr(0, colon);
     if (name.empty()) return "the codec name is empty";
-    if (!valid_ident(name))
-        return "codec name '" + quote(name) + "' has characters outside a-z, 0-9 and '_'";
+    if (!valid_ident(name)) return "codec name '" + quote(name) + "' has characters outside a-z, 0-9 and '_'";
     CodecSpec spec;
     spec.name = std::string(name);
     if (colon != std::string_view::npos) {
@@ -143,8 +154,7 @@ std::string parse_codec(std::string_view text, CodecSpec *out) {
             const std::string_view item = rest.substr(0, comma);
             if (item.empty()) return "an empty parameter between ',' separators";
             const size_t eq = item.find('=');
-            if (eq == std::string_view::npos)
-                return "parameter '" + quote(item) + "' has no '=value'";
+            if (eq == std::string_view::npos) return "parameter '" + quote(item) + "' has no '=value'";
             const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
             if (key.empty()) return "parameter '" + quote(item) + "' has an empty key";
             if (!valid_ident(key))

@@ -37,7 +37,8 @@ struct Field {
 class LineParser {
 public:
     // indent: blanks before the entry, added to every column reported.
-    LineParser(const std::string &origin, int line, size_t indent) : origin_(origin), line_(line), indent_(indent) {}
+    LineParser(const std::string &origin, int line, size_t indent)
+        : origin_(origin), line_(line), indent_(indent) {}
 
     Status error(size_t col, const std::string &what) const {
         return set_error(TERSE_ERR_INVALID, "tuning file %s:%d:%zu: %s", origin_.c_str(), line_, col + indent_,
@@ -73,7 +74,8 @@ public:
         }
         if (e->schedule == TuneSchedule::Mpi && (e->codec != TuneCodec::Configured || e->chunk_bytes || e->depth))
             return error(f[2].col, "@mpi passes the call to the MPI library: it takes no codec, chunk or depth");
-        if (e->coll != TuneColl::Allreduce && e->schedule != TuneSchedule::Ring && e->schedule != TuneSchedule::Mpi)
+        if (e->coll != TuneColl::Allreduce && e->schedule != TuneSchedule::Ring &&
+            e->schedule != TuneSchedule::Mpi)
             return error(f[2].col, std::string(kColls[c]) + " runs only @ring or @mpi");
         return TERSE_OK;
     }
@@ -96,14 +98,14 @@ private:
 
     Status schedule(const Field &f, TuneEntry *e) const {
         if (f.text.empty() || f.text[0] != '@')
-            return error(f.col, "expected @schedule, found '" + quote(f.text) +
-                                    "' (accepted: @" + config_text::join(names(kSchedules), ", @") + ")");
+            return error(f.col, "expected @schedule, found '" + quote(f.text) + "' (accepted: @" +
+                                    config_text::join(names(kSchedules), ", @") + ")");
         const std::string_view name = f.text.substr(1);
         const int s = index_of(kSchedules, name);
         if (s < 0)
             return error(f.col + 1, "unknown schedule '" + quote(name) + "'; did you mean '" +
-                                        config_text::closest(name, names(kSchedules)) + "'? (accepted: " +
-                                        config_text::join(names(kSchedules)) + ")");
+                                        config_text::closest(name, names(kSchedules)) +
+                                        "'? (accepted: " + config_text::join(names(kSchedules)) + ")");
         e->schedule = TuneSchedule(s);
         return TERSE_OK;
     }
@@ -113,8 +115,8 @@ private:
         const std::string_view key = f.text.substr(0, eq);
         if (index_of(kKeys, key) < 0)
             return error(f.col, "unknown key '" + quote(key) + "'; did you mean '" +
-                                    config_text::closest(key, names(kKeys)) + "'? (accepted: " +
-                                    config_text::join(names(kKeys)) + ", as key=value)");
+                                    config_text::closest(key, names(kKeys)) +
+                                    "'? (accepted: " + config_text::join(names(kKeys)) + ", as key=value)");
         if (eq == std::string_view::npos) return error(f.col, "key '" + std::string(key) + "' has no '=value'");
         for (const std::string &k : *seen)
             if (k == key) return error(f.col, "key '" + std::string(key) + "' is given twice");
@@ -125,8 +127,9 @@ private:
             if (v == "configured") e->codec = TuneCodec::Configured;
             else if (v == "none") e->codec = TuneCodec::None;
             else
-                return error(vcol, "codec '" + quote(v) + "' (accepted: configured, the communicator's codec; none, "
-                                   "lossless; for the MPI library use @mpi)");
+                return error(vcol, "codec '" + quote(v) +
+                                       "' (accepted: configured, the communicator's codec; none, "
+                                       "lossless; for the MPI library use @mpi)");
         } else if (key == "chunk") {
             if (!config_value::Size{4096, size_t(1) << 30}.parse(v, &e->chunk_bytes, nullptr))
                 return error(vcol, "chunk '" + quote(v) + "' (accepted: a size 4K..1G)");
@@ -172,7 +175,8 @@ Status TuneTable::parse(std::string_view text, const std::string &origin) {
     size_t pos = 0;
     while (pos <= text.size()) {
         const size_t nl = text.find('\n', pos);
-        std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+        std::string_view line = text.substr(pos,
+                                            nl == std::string_view::npos ? std::string_view::npos : nl - pos);
         pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
         ++line_no;
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);

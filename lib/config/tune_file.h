@@ -39,10 +39,10 @@ struct TuneEntry {
     int ranks = 0;                 // communicator size it applies to; 0: any
     TuneSchedule schedule = TuneSchedule::Ring;
     TuneCodec codec = TuneCodec::Configured;
-    size_t chunk_bytes = 0;        // 0: the planner's
-    int depth = 0;                 // 0: the planner's
-    int line = 0;                  // where it was read
-    std::string text() const;      // canonical line
+    size_t chunk_bytes = 0;    // 0: the planner's
+    int depth = 0;             // 0: the planner's
+    int line = 0;              // where it was read
+    std::string text() const;  // canonical line
 };
 
 class TuneTable {

@@ -13,8 +13,8 @@
 namespace terse {
 
 struct BlockPlan {
-    size_t off = 0;         // first element
-    size_t len = 0;         // elements
+    size_t off = 0;  // first element
+    size_t len = 0;  // elements
     size_t nchunks = 0;
     size_t chunk_base = 0;  // global index of the block's first chunk
 };
@@ -22,7 +22,7 @@ struct BlockPlan {
 struct ChunkPlan {
     explicit ChunkPlan(std::pmr::memory_resource *mem = std::pmr::get_default_resource()) : blocks(mem) {}
 
-    size_t chunk = 1;       // elements per chunk (the last of a block may be shorter)
+    size_t chunk = 1;  // elements per chunk (the last of a block may be shorter)
     std::pmr::vector<BlockPlan> blocks;
     size_t total_chunks = 0;
 

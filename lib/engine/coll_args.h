@@ -9,11 +9,11 @@
 namespace terse {
 
 enum class CollKind {
-    Allreduce,          // recvbuf[count] = op over ranks of sendbuf[count]
-    ReduceScatterBlock, // sendbuf[count * size] -> recvbuf[count] (block `rank`)
-    Allgather,          // sendbuf[count] -> recvbuf[count * size]
-    ReduceScatter,      // sendbuf[count] -> recvbuf[counts[rank]] (block `rank`, blocks back to back)
-    Allgatherv          // sendbuf[counts[rank]] -> recvbuf[displs[b] ..] for every rank b
+    Allreduce,           // recvbuf[count] = op over ranks of sendbuf[count]
+    ReduceScatterBlock,  // sendbuf[count * size] -> recvbuf[count] (block `rank`)
+    Allgather,           // sendbuf[count] -> recvbuf[count * size]
+    ReduceScatter,       // sendbuf[count] -> recvbuf[counts[rank]] (block `rank`, blocks back to back)
+    Allgatherv           // sendbuf[counts[rank]] -> recvbuf[displs[b] ..] for every rank b
 };
 
 // The kinds with a reduce-scatter phase and with an allgather phase (an
@@ -45,11 +45,11 @@ enum class Priority { Low = 0, Normal = 1, High = 2 };
 // counts[rank] elements.  Allgatherv: sendbuf == recvbuf + displs[rank].
 struct CollArgs {
     CollKind kind = CollKind::Allreduce;
-    const void *sendbuf = nullptr;    // MPI_IN_PLACE already resolved: == recvbuf (or the rank's block)
+    const void *sendbuf = nullptr;  // MPI_IN_PLACE already resolved: == recvbuf (or the rank's block)
     void *recvbuf = nullptr;
-    size_t count = 0;                 // elements, as MPI's count/recvcount; for the v kinds
-                                      // the sum of counts (a reduce-scatter's input, an
-                                      // allgather's output)
+    size_t count = 0;  // elements, as MPI's count/recvcount; for the v kinds
+                       // the sum of counts (a reduce-scatter's input, an
+                       // allgather's output)
     // The v kinds: elements of every rank's block (size entries), and for
     // Allgatherv where each block goes in recvbuf (elements, >= 0).  Owned
     // by the caller and valid until the operation ends; counts must be the

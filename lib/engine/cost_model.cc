@@ -94,11 +94,10 @@ double cost_ring_kind(const CostInputs &in, const CodecCost &c, CollKind kind, d
     case CollKind::Allreduce: return cost_ring(in, c, bytes);
     case CollKind::ReduceScatterBlock:
     case CollKind::ReduceScatter:
-        return in.fixed + (n - 1) * in.link.alpha + double(n - 1) / n * bytes * (c.ratio * in.link.beta + in.gamma) +
-               c.seconds_per_byte * bytes;
+        return in.fixed + (n - 1) * in.link.alpha +
+               double(n - 1) / n * bytes * (c.ratio * in.link.beta + in.gamma) + c.seconds_per_byte * bytes;
     case CollKind::Allgather:
-        return in.fixed + (n - 1) * (in.link.alpha + bytes * c.ratio * in.link.beta) +
-               c.seconds_per_byte * bytes;
+        return in.fixed + (n - 1) * (in.link.alpha + bytes * c.ratio * in.link.beta) + c.seconds_per_byte * bytes;
     case CollKind::Allgatherv:  // bytes: all blocks together
         return in.fixed + (n - 1) * in.link.alpha + double(n - 1) / n * bytes * c.ratio * in.link.beta +
                c.seconds_per_byte * bytes / n;
@@ -106,8 +105,8 @@ double cost_ring_kind(const CostInputs &in, const CodecCost &c, CollKind kind, d
     return cost_ring(in, c, bytes);
 }
 
-PipelineShape pipeline_shape(const LinkCost &link, size_t block_bytes, size_t min_chunk,
-                             size_t max_chunk, int max_depth) {
+PipelineShape pipeline_shape(const LinkCost &link, size_t block_bytes, size_t min_chunk, size_t max_chunk,
+                             int max_depth) {
     PipelineShape p;
     max_chunk = std::max(max_chunk, min_chunk);
     double want = link.beta > 0 ? 10.0 * link.alpha / link.beta : double(min_chunk);

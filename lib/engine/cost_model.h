@@ -58,9 +58,9 @@ struct Observation {
 struct CostInputs {
     int nranks = 1;
     LinkCost link;
-    double gamma = 0;      // seconds per byte of a local reduction (a + b)
-    double fixed = 0;      // seconds an engine operation spends agreeing (one small allreduce)
-    PmpiCurve pmpi;        // MPI_Allreduce
+    double gamma = 0;  // seconds per byte of a local reduction (a + b)
+    double fixed = 0;  // seconds an engine operation spends agreeing (one small allreduce)
+    PmpiCurve pmpi;    // MPI_Allreduce
 };
 
 // The engine's schedules, for an allreduce of `bytes` on n ranks through a
@@ -95,7 +95,7 @@ struct PipelineShape {
     size_t chunk_bytes = 0;
     int depth = 1;
 };
-PipelineShape pipeline_shape(const LinkCost &link, size_t block_bytes, size_t min_chunk,
-                             size_t max_chunk, int max_depth);
+PipelineShape pipeline_shape(const LinkCost &link, size_t block_bytes, size_t min_chunk, size_t max_chunk,
+                             int max_depth);
 
 }  // namespace terse

@@ -25,17 +25,17 @@
 namespace terse {
 
 struct TwoLevelCostInputs {
-    size_t bytes = 0;          // per rank
+    size_t bytes = 0;  // per rank
     int nodes = 1;
-    int ranks_per_node = 1;    // of the largest node (its intra-node phases take longest)
-    int shards = 1;            // rails that carry data: the smallest node's rank count
-    double alpha_intra = 0;    // s per message inside a node (the MPI library)
-    double beta_intra = 0;     // s per byte inside a node
-    double gamma_reduce = 0;   // s per byte of a local reduction (sum)
-    double alpha_inter = 0;    // s per message between nodes
-    double beta_inter = 0;     // s per byte of a node's network link
-    double ratio = 1;          // encoded bytes / input bytes between nodes (1: uncompressed)
-    double gamma_codec = 0;    // s per input byte to encode once and decode once
+    int ranks_per_node = 1;   // of the largest node (its intra-node phases take longest)
+    int shards = 1;           // rails that carry data: the smallest node's rank count
+    double alpha_intra = 0;   // s per message inside a node (the MPI library)
+    double beta_intra = 0;    // s per byte inside a node
+    double gamma_reduce = 0;  // s per byte of a local reduction (sum)
+    double alpha_inter = 0;   // s per message between nodes
+    double beta_inter = 0;    // s per byte of a node's network link
+    double ratio = 1;         // encoded bytes / input bytes between nodes (1: uncompressed)
+    double gamma_codec = 0;   // s per input byte to encode once and decode once
 };
 
 // Predicted seconds for one allreduce; 0 for a single rank.

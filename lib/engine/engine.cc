@@ -22,7 +22,6 @@
 
 namespace terse {
 
-
 // ---------------------------------------------------------------- Operation
 
 Status Operation::advance(bool *done) {
@@ -325,8 +324,6 @@ unsigned engine_progress_all() {
 
 }  // namespace terse
 
-extern "C" void terse_engine_test_corrupt_next_sends(int count) {
-    terse::g_corrupt_store(count);
-}
+extern "C" void terse_engine_test_corrupt_next_sends(int count) { terse::g_corrupt_store(count); }
 
 extern "C" int terse_engine_test_fail_next(const char *where) { return terse::arm_injection(where); }

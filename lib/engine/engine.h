@@ -90,9 +90,9 @@ struct TwoLevelEnv {
     int node_rank = 0, node_size = 1;
     int nodes = 1;
     int shards = 1;
-    Control *node = nullptr;          // the node's collectives (the MPI library)
+    Control *node = nullptr;            // the node's collectives (the MPI library)
     int rail_rank = -1, rail_size = 0;  // -1: no rail (node_rank >= shards)
-    Link *rail_link = nullptr;        // peers are rail ranks
+    Link *rail_link = nullptr;          // peers are rail ranks
     Control *rail_control = nullptr;
     // What the rail's flat schedule is planned with: the communicator's
     // configuration with algorithm=auto.
@@ -107,8 +107,8 @@ struct EngineEnv {
     int size = 1;
     uint32_t ctx_id = 0;
     uint32_t seq = 0;
-    bool verify = false;                 // TERSE_VERIFY
-    CodecInstance *codec = nullptr;      // for the call's dtype
+    bool verify = false;             // TERSE_VERIFY
+    CodecInstance *codec = nullptr;  // for the call's dtype
     bool feedback = false;
     FeedbackStore *residuals = nullptr;  // non-null when feedback is on
     Stats *stats = nullptr;
@@ -171,7 +171,6 @@ struct OpDeleter {
     void operator()(Operation *op) const;
 };
 using OpHandle = std::unique_ptr<Operation, OpDeleter>;
-
 
 // Plan and build the operation for args on env (whose link and control
 // must be set), with the communicator's agreed configuration cfg.  The

@@ -28,8 +28,8 @@ bool GuardState::decidable(const ErrorBudget &budget, const terse_codec_descript
     if (budget.kind != ErrorBudget::None) return true;
     if (!desc || !desc->error_bound) return false;
     // A bound is stated for all data or for none: ask at unit statistics.
-    const terse_dtype_t dt =
-        (desc->dtypes & TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32)) ? TERSE_DTYPE_FLOAT32 : TERSE_DTYPE_FLOAT64;
+    const terse_dtype_t dt = (desc->dtypes & TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32)) ? TERSE_DTYPE_FLOAT32
+                                                                                   : TERSE_DTYPE_FLOAT64;
     return desc->error_bound(params, dt, 1, nranks, 1.0, 1.0) >= 0;
 }
 

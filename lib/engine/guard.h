@@ -24,12 +24,12 @@ namespace terse {
 // Per communicator; owned by the runtime (CommState), changed only by the
 // operations on that communicator, which MPI serialises.
 struct GuardState {
-    unsigned every = 0;                            // K; 0: off
-    ErrorBudget budget;                            // None: the codec's error_bound()
+    unsigned every = 0;                              // K; 0: off
+    ErrorBudget budget;                              // None: the codec's error_bound()
     const terse_codec_descriptor_t *desc = nullptr;  // the lossy codec checked
-    const void *params = nullptr;                  // its parsed parameters
-    uint64_t lossy_calls = 0;                      // lossy allreduces started (same count on every rank)
-    bool tripped = false;                          // switched to lossless (every rank at the same call)
+    const void *params = nullptr;                    // its parsed parameters
+    uint64_t lossy_calls = 0;                        // lossy allreduces started (same count on every rank)
+    bool tripped = false;                            // switched to lossless (every rank at the same call)
 
     // Whether a guard with this configuration can decide: a budget, or a
     // codec that states a bound with these parameters (params) on nranks.

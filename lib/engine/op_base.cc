@@ -114,7 +114,9 @@ bool OpBase::take_injected_hop(bool allgather_phase, size_t hop, size_t nhops, s
         return false;
     }
     if (want_of == 0) return false;
-    size_t want = inject_.which == Injection::First ? 0 : inject_.which == Injection::Last ? want_of - 1 : (want_of - 1) / 2;
+    size_t want = inject_.which == Injection::First  ? 0
+                  : inject_.which == Injection::Last ? want_of - 1
+                                                     : (want_of - 1) / 2;
     if (at != want) return false;
     inject_.where = Injection::None;
     TERSE_LOG_DEBUG("test hook: spoiling the frame received at hop %zu of %zu", at, want_of);
@@ -325,12 +327,13 @@ void OpBase::guard_trip() {
     if (env_.stats) env_.stats->note_guard_trip(guard_call_);
     if (r_ != 0) return;
     const bool rel = g.budget.kind == ErrorBudget::Rel;
-    TERSE_LOG_WARN("error guard: communicator '%s' switches from codec '%s' to lossless after its lossy allreduce "
-                   "%llu: measured %s error %.6g exceeds the allowed %.6g (%s); that call's result was replaced by "
-                   "the exact one",
-                   env_.comm_name, desc_->name, (unsigned long long)guard_call_, rel ? "relative" : "absolute",
-                   guard_measured_, guard_allowed_,
-                   g.budget.kind == ErrorBudget::None ? "the codec's stated bound" : "guard_budget");
+    TERSE_LOG_WARN(
+        "error guard: communicator '%s' switches from codec '%s' to lossless after its lossy allreduce "
+        "%llu: measured %s error %.6g exceeds the allowed %.6g (%s); that call's result was replaced by "
+        "the exact one",
+        env_.comm_name, desc_->name, (unsigned long long)guard_call_, rel ? "relative" : "absolute",
+        guard_measured_, guard_allowed_,
+        g.budget.kind == ErrorBudget::None ? "the codec's stated bound" : "guard_budget");
 }
 
 Status OpBase::finish_ok() {
@@ -396,7 +399,8 @@ void OpBase::note_send(const uint8_t *frame, size_t len) {
 terse_codec_call_t OpBase::call_for(size_t g) const {
     terse_codec_call_t call{};
     call.struct_size = sizeof call;
-    if (mode_ == TERSE_REDUCE_SUMMABLE && g + 1 < agreed_off_.size()) call.agreed_stats = &agreed_[agreed_off_[g]];
+    if (mode_ == TERSE_REDUCE_SUMMABLE && g + 1 < agreed_off_.size())
+        call.agreed_stats = &agreed_[agreed_off_[g]];
     call.seed = codec_call_seed(env_.ctx_id, env_.seq, g, n_, r_);
     return call;
 }
@@ -424,15 +428,15 @@ void OpBase::emergency_poison_out(size_t n, OutFrame *out) {
     out->owned = nullptr;
 }
 
-bool OpBase::combine_frames(const FrameInfo &a, const FrameInfo &b, size_t g, size_t n, uint8_t *dst,
-                            size_t *len, bool *failed) {
+bool OpBase::combine_frames(const FrameInfo &a, const FrameInfo &b, size_t g, size_t n, uint8_t *dst, size_t *len,
+                            bool *failed) {
     *failed = false;
     double t0 = now_seconds();
     size_t plen = 0;
     terse_codec_call_t call = call_for(g);
     int rc = desc_->combine(inst_, a.payload, a.payload_len, int(a.contributors), b.payload, b.payload_len,
-                            int(b.contributors), n, dst + kFrameHeaderSize, frame_cap_ - kFrameHeaderSize,
-                            &plen, &call);
+                            int(b.contributors), n, dst + kFrameHeaderSize, frame_cap_ - kFrameHeaderSize, &plen,
+                            &call);
     t_decode_ += now_seconds() - t0;
     if (rc == TERSE_CODEC_OK) {
         *len = frame_seal(dst, args_.dtype, 0, codec_id_, a.contributors + b.contributors, n, plen);
@@ -460,7 +464,8 @@ size_t OpBase::encode_frame(const void *src, size_t n, size_t g, uint8_t *frame,
     if (rc != TERSE_CODEC_OK || len > frame_cap_ - kFrameHeaderSize) {
         char msg[256];
         snprintf(msg, sizeof msg, "codec '%s' failed to encode a chunk of %zu %s elements: %s", desc_->name, n,
-                 dtype_name(args_.dtype), rc == TERSE_CODEC_OK ? "payload larger than its buffer" : codec_status_text(rc));
+                 dtype_name(args_.dtype),
+                 rc == TERSE_CODEC_OK ? "payload larger than its buffer" : codec_status_text(rc));
         fail_local(rc == TERSE_CODEC_OK ? TERSE_ERR_PLUGIN : codec_status(rc), msg);
         return seal_poison(frame, n);
     }
@@ -537,7 +542,8 @@ bool OpBase::reduce_raw_hop(uint8_t *buf, size_t len, size_t n, int peer, const 
         // The next frame's header goes into buf only once the incoming one
         // has been checked, so it is built aside.
         uint8_t next[kFrameHeaderSize];
-        uint32_t out_check = frame_seal_header(next, args_.dtype, FRAME_RAW, 0, fi.contributors + 1, n, n * esize_);
+        uint32_t out_check = frame_seal_header(next, args_.dtype, FRAME_RAW, 0, fi.contributors + 1, n,
+                                               n * esize_);
         double t0 = now_seconds();
         uint8_t *payload = buf + kFrameHeaderSize;
         const uint8_t *own = static_cast<const uint8_t *>(mine);

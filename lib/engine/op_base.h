@@ -34,11 +34,14 @@ namespace terse {
 // The operation of each schedule (their own files), built in mem (the
 // operation's OpMemory, which also holds all of its bookkeeping).
 class OpBase;
-OpBase *make_ring_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
-OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
+OpBase *make_ring_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                     const Plan &plan);
+OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                       const Plan &plan);
 OpBase *make_recursive_doubling_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
                                    const Plan &plan);
-OpBase *make_trivial_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan);
+OpBase *make_trivial_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                        const Plan &plan);
 // The two-level schedule (schedules/two_level.cc) is no OpBase: it runs the
 // MPI library's collectives and a flat operation on its rail.  Built and
 // started in mem; *out is set whenever it was constructed, also when the
@@ -139,8 +142,8 @@ protected:
     // Sets *len and returns true when combined; false with *failed clear
     // when the codec asks for raw elements; false with *failed set (and the
     // operation poisoned) when the codec failed.
-    bool combine_frames(const FrameInfo &a, const FrameInfo &b, size_t g, size_t n, uint8_t *dst,
-                        size_t *len, bool *failed);
+    bool combine_frames(const FrameInfo &a, const FrameInfo &b, size_t g, size_t n, uint8_t *dst, size_t *len,
+                        bool *failed);
     // Encode n elements (global chunk g) into frame (capacity frame_cap_);
     // raw when the codec says so or the codec is the identity; a poison frame
     // when poisoned or when encoding fails (which poisons).
@@ -182,8 +185,8 @@ protected:
     // residual[off..off+n) += intended - represented
     void record_error(size_t off, const void *intended, const void *represented, size_t n);
     // Same, decoding the frame to find what it represents.
-    void record_error_frame(size_t off, const void *intended, const uint8_t *frame, size_t len,
-                            size_t g, size_t n);
+    void record_error_frame(size_t off, const void *intended, const uint8_t *frame, size_t len, size_t g,
+                            size_t n);
 
     // ---- helpers
     uint8_t *elem(const void *base, size_t i) const {
@@ -207,7 +210,7 @@ protected:
     bool identity_ = false;  // payload == raw elements: skip the codec
     bool lossless_ = true;
     terse_reduce_mode_t mode_ = TERSE_REDUCE_RECOMPRESS;
-    size_t frame_cap_ = 0;   // bytes of every pool buffer
+    size_t frame_cap_ = 0;         // bytes of every pool buffer
     const void *input_ = nullptr;  // own contribution: sendbuf, or its feedback-adjusted copy
 
     FramePool pool_;
@@ -260,7 +263,7 @@ private:
     std::optional<Verifier> verifier_;
     // The error guard, on the calls it checks (guard.h).
     std::optional<GuardCheck> guard_check_;
-    uint64_t guard_call_ = 0;               // this call's number among the lossy allreduces
+    uint64_t guard_call_ = 0;  // this call's number among the lossy allreduces
     double guard_measured_ = 0, guard_allowed_ = 0;
 
     double t_start_ = 0;

@@ -22,8 +22,8 @@ constexpr size_t kMinChunkBytes = 64 * 1024;
 
 }  // namespace
 
-bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descriptor_t *d,
-                     bool have_instance, const CollArgs &a) {
+bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descriptor_t *d, bool have_instance,
+                     const CollArgs &a) {
     if (!cfg.enable || nranks < 1) return false;
     const size_t esize = dtype_size(a.dtype);
     if (esize == 0) return false;
@@ -99,9 +99,8 @@ Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,
         case Algorithm::TwoLevel: p.schedule = Schedule::TwoLevel; break;  // taken above
         case Algorithm::Auto: {
             size_t bytes = args.count * esize;
-            bool rd = args.count < size_t(nranks) ||
-                      cost_recursive_doubling(bytes, nranks, kAlpha, kBeta) <
-                          cost_ring(bytes, nranks, kAlpha, kBeta);
+            bool rd = args.count < size_t(nranks) || cost_recursive_doubling(bytes, nranks, kAlpha, kBeta) <
+                                                         cost_ring(bytes, nranks, kAlpha, kBeta);
             p.schedule = rd ? Schedule::RecursiveDoubling : Schedule::Ring;
             break;
         }

@@ -35,8 +35,8 @@ struct Plan {
 // (nullptr when the communicator has none), have_instance telling whether
 // the codec has an instance for args.dtype.  Depends only on arguments MPI
 // requires to match across ranks and on agreed configuration.
-bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descriptor_t *desc,
-                     bool have_instance, const CollArgs &args);
+bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descriptor_t *desc, bool have_instance,
+                     const CollArgs &args);
 
 // codec_max_chunk: the instance's setup().max_chunk_count (0 = unbounded).
 Plan plan_collective(const CommConfig &cfg, int nranks, const CollArgs &args,

@@ -97,8 +97,8 @@ public:
     virtual ~Control() = default;
     // out[i] = op over ranks of in[i]; in == out allowed.  dtype is one of
     // float32/float64/int32/int64.
-    virtual Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dtype,
-                              terse_op_t op, ControlRequest *r) = 0;
+    virtual Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dtype, terse_op_t op,
+                              ControlRequest *r) = 0;
     // Reduce-scatter: op over ranks of in (the sum of counts elements), of
     // which rank q gets its counts[q] elements at out.  in == out: in
     // place, the input read from out and this rank's part written at its

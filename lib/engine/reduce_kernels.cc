@@ -50,8 +50,8 @@ uint16_t float_to_half(float f) {
         return ax > 0x7F800000u ? uint16_t(sign | 0x7E00u | ((ax >> 13) & 0x3FFu)) : uint16_t(sign | 0x7C00u);
     }
     if (ax >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // rounds to >= 65520: Inf
-    if (ax < 0x38800000u) {  // below the smallest normal half: subnormal or zero
-        if (ax < 0x33000000u) return sign;  // < 2^-25 rounds to zero
+    if (ax < 0x38800000u) {                                  // below the smallest normal half: subnormal or zero
+        if (ax < 0x33000000u) return sign;                   // < 2^-25 rounds to zero
         const uint32_t e = ax >> 23;
         const uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;
         const uint32_t shift = 126 - e;  // 14 + (113 - e)
@@ -165,8 +165,7 @@ void typed_reduce16(terse_op_t op, void *dst, const void *a, const void *b, size
 }
 
 // shape 0: dst = dst op b;  1: dst = a op dst;  2: dst = a op b.
-void dispatch(terse_dtype_t dt, terse_op_t op, int shape, void *dst, const void *a, const void *b,
-              size_t n) {
+void dispatch(terse_dtype_t dt, terse_op_t op, int shape, void *dst, const void *a, const void *b, size_t n) {
     switch (dt) {
     case TERSE_DTYPE_FLOAT32: typed_reduce<float>(op, shape, dst, a, b, n); break;
     case TERSE_DTYPE_FLOAT64: typed_reduce<double>(op, shape, dst, a, b, n); break;
@@ -174,12 +173,10 @@ void dispatch(terse_dtype_t dt, terse_op_t op, int shape, void *dst, const void 
     case TERSE_DTYPE_INT64: typed_reduce<int64_t>(op, shape, dst, a, b, n); break;
     case TERSE_DTYPE_FLOAT16:
         // Element-wise with the same index: in-place shapes are safe here.
-        typed_reduce16<half_to_float, float_to_half>(op, dst, shape == 0 ? dst : a,
-                                                     shape == 1 ? dst : b, n);
+        typed_reduce16<half_to_float, float_to_half>(op, dst, shape == 0 ? dst : a, shape == 1 ? dst : b, n);
         break;
     case TERSE_DTYPE_BFLOAT16:
-        typed_reduce16<bf16_to_float, float_to_bf16>(op, dst, shape == 0 ? dst : a,
-                                                     shape == 1 ? dst : b, n);
+        typed_reduce16<bf16_to_float, float_to_bf16>(op, dst, shape == 0 ? dst : a, shape == 1 ? dst : b, n);
         break;
     default: break;
     }

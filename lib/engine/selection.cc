@@ -75,7 +75,8 @@ std::vector<ScheduleModel> default_schedules() {
 std::vector<ScheduleModel> schedules_for(Algorithm a) {
     switch (a) {
     case Algorithm::Auto: return default_schedules();
-    case Algorithm::Ring: return {{Schedule::Ring, ring_cost, ring_serves}, {Schedule::Gather, gather_cost, gather_serves}};
+    case Algorithm::Ring:
+        return {{Schedule::Ring, ring_cost, ring_serves}, {Schedule::Gather, gather_cost, gather_serves}};
     case Algorithm::RecursiveDoubling:
         return {{Schedule::RecursiveDoubling, rd_cost, rd_serves},
                 {Schedule::Gather, gather_cost, gather_serves},
@@ -196,7 +197,8 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
         if (was) c.changes++;
         if (changed) *changed = true;
         if (why) {
-            *why = (was ? option_name(c.choice) + " -> " : std::string()) + option_name(all_[best]) + " (predicted";
+            *why = (was ? option_name(c.choice) + " -> " : std::string()) + option_name(all_[best]) +
+                   " (predicted";
             for (size_t i = 0; i < all_.size(); ++i)
                 if (allowed(all_[i]))
                     *why += " " + option_name(all_[i]) + " " + time_text(predict_in(&c, all_[i], kind, bytes));
@@ -230,7 +232,8 @@ void Selector::observe(CollKind kind, size_t bytes, uint32_t eligible, const Opt
     CodecModel &cm = codecs_[o.codec];
     if (!cm.identity && bytes > 0) {
         const bool first = cm.samples == 0;
-        cm.measured.seconds_per_byte = blend(cm.measured.seconds_per_byte, ob.codec_seconds / double(bytes), first);
+        cm.measured.seconds_per_byte = blend(cm.measured.seconds_per_byte, ob.codec_seconds / double(bytes),
+                                             first);
         cm.measured.ratio = blend(cm.measured.ratio, std::clamp(ob.ratio, 0.0, 4.0), first);
         cm.samples++;
     }
@@ -267,8 +270,8 @@ std::string Selector::summary(const char *indent) const {
     for (const Class &c : classes_) {
         char head[160];
         const double lo = double(size_t(1) << c.bucket);
-        snprintf(head, sizeof head, "%s%s %s..%s: ", indent, coll_kind_name(c.kind), size_text(c.bucket ? lo : 0).c_str(),
-                 size_text(2 * lo).c_str());
+        snprintf(head, sizeof head, "%s%s %s..%s: ", indent, coll_kind_name(c.kind),
+                 size_text(c.bucket ? lo : 0).c_str(), size_text(2 * lo).c_str());
         out += head;
         out += option_name(c.choice);
         out += c.pinned ? " (pinned)" : "";

@@ -71,7 +71,7 @@ struct Option {
 class Selector {
 public:
     static constexpr double kSwitchMargin = 0.10;  // hysteresis: 10% predicted gain to switch
-    static constexpr uint64_t kProbeEvery = 8;      // engine chosen: every 8th call re-measures MPI
+    static constexpr uint64_t kProbeEvery = 8;     // engine chosen: every 8th call re-measures MPI
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
 
     Selector() = default;
@@ -118,7 +118,7 @@ public:
 private:
     struct Class {
         CollKind kind;
-        int bucket;          // floor(log2(bytes))
+        int bucket;  // floor(log2(bytes))
         uint32_t eligible;
         bool decided = false, pinned = false;
         Option choice;
@@ -126,7 +126,7 @@ private:
         Option next;           // the fastest other option at the last call (why: next_predicted)
         double next_predicted = -1;
         uint64_t calls = 0, changes = 0;
-        double local_seconds = 0;  // sum over calls, this rank's clock
+        double local_seconds = 0;      // sum over calls, this rank's clock
         std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
     };
     Class &class_of(CollKind kind, size_t bytes, uint32_t eligible);
@@ -139,10 +139,10 @@ private:
     CostInputs in_;
     std::vector<CodecModel> codecs_;
     std::vector<ScheduleModel> schedules_;
-    std::vector<Option> all_;          // PMPI, then codec-major, schedule-minor
-    std::vector<double> correction_;   // per option: measured / model, moving (1 until measured)
+    std::vector<Option> all_;         // PMPI, then codec-major, schedule-minor
+    std::vector<double> correction_;  // per option: measured / model, moving (1 until measured)
     std::vector<Class> classes_;
-    size_t last_ = 0;                  // index of the last class looked up
+    size_t last_ = 0;  // index of the last class looked up
 };
 
 }  // namespace terse

@@ -57,7 +57,8 @@ std::string Stats::format() const {
         const terse_kind_stats_t &pk = c.per_kind[k];
         if (!pk.calls) continue;
         snprintf(buf, sizeof buf, " %s=%llu/%llu/%llu", stats_kind_name(terse_coll_kind_t(k)),
-                 (unsigned long long)pk.calls, (unsigned long long)pk.bytes_in, (unsigned long long)pk.bytes_wire);
+                 (unsigned long long)pk.calls, (unsigned long long)pk.bytes_in,
+                 (unsigned long long)pk.bytes_wire);
         line += buf;
     }
     return line;

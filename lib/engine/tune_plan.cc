@@ -25,8 +25,8 @@ void plan_apply_tuning(const TuneEntry &e, const EngineEnv &env, const CollArgs 
         plan->chunk_elems = chunk;
     }
     if (e.depth) plan->depth = e.depth;
-    TERSE_LOG_DEBUG("tuning file line %d on '%s': %s of %zu elements runs %s, chunk %zu elements, depth %d%s", e.line,
-                    env.comm_name, tune_coll_name(e.coll), args.count, schedule_name(plan->schedule),
+    TERSE_LOG_DEBUG("tuning file line %d on '%s': %s of %zu elements runs %s, chunk %zu elements, depth %d%s",
+                    e.line, env.comm_name, tune_coll_name(e.coll), args.count, schedule_name(plan->schedule),
                     plan->chunk_elems, plan->depth, e.codec == TuneCodec::None ? ", lossless" : "");
 }
 

@@ -45,8 +45,8 @@ public:
     void copy_exact(void *result) const;
 
     // The comparison itself (tests): exact is float64/int as produced by start().
-    static void compare(terse_dtype_t dtype, const void *result, terse_dtype_t exact_dtype,
-                        const void *exact, size_t count, double *abs_err, double *rel_err);
+    static void compare(terse_dtype_t dtype, const void *result, terse_dtype_t exact_dtype, const void *exact,
+                        size_t count, double *abs_err, double *rel_err);
 
 private:
     Control *control_;

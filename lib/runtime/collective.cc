@@ -124,7 +124,8 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     st->call_index++;
     capture_input(st, args);
     if (!st->ready)
-        return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine", st->name.c_str());
+        return set_error(TERSE_ERR_INVALID, "terse: communicator '%s' is not ready for the engine",
+                         st->name.c_str());
     // The entry collective_choose() followed, if any; its plan overrides.
     const TuneEntry *tuned = choice.model ? nullptr : comm_state_tuned(st, args.kind, call_bytes(st, args));
     CodecInstance *ci = nullptr;

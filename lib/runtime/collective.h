@@ -20,12 +20,12 @@ namespace terse {
 
 // What the planner decided for one call on a communicator.
 struct CollectiveChoice {
-    bool engine = false;   // run on the engine (else the MPI library)
-    bool model = false;    // decided by the model planner (its calls are timed)
-    size_t slot = 0;       // st->codecs index
-    uint32_t eligible = 0; // bit i: codec slot i may run the call
-    size_t bytes = 0;      // the call's size as engine_eligible counts it
-    bool probe_mpi = false; // engine chosen, but a blocking call runs MPI to re-measure it (Selector::choose)
+    bool engine = false;     // run on the engine (else the MPI library)
+    bool model = false;      // decided by the model planner (its calls are timed)
+    size_t slot = 0;         // st->codecs index
+    uint32_t eligible = 0;   // bit i: codec slot i may run the call
+    size_t bytes = 0;        // the call's size as engine_eligible counts it
+    bool probe_mpi = false;  // engine chosen, but a blocking call runs MPI to re-measure it (Selector::choose)
     Option option;
 };
 

@@ -26,7 +26,8 @@ void comm_renamed(CommState *st, const char *name) {
     if (st->ready) {
         TERSE_LOG_WARN("communicator renamed '%s' -> '%s' after first use: config file sections "
                        "for the new name apply after the next MPI_Comm_set_info or "
-                       "terse_comm_configure()", st->name.c_str(), name);
+                       "terse_comm_configure()",
+                       st->name.c_str(), name);
         st->name = name;
         return;
     }

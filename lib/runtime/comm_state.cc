@@ -59,8 +59,7 @@ void CommState::bind(MPI_Comm c) {
 }
 
 std::string CommState::describe() const {
-    return (name.empty() ? std::string("(unnamed)") : "'" + name + "'") + " of size " +
-           std::to_string(size);
+    return (name.empty() ? std::string("(unnamed)") : "'" + name + "'") + " of size " + std::to_string(size);
 }
 
 void CommState::reresolve() {
@@ -112,12 +111,9 @@ Status add_slot(CommState *st, std::unique_ptr<CodecParams> params) {
         Status s = reg.create(*slot.params, setup, &slot.inst[dt]);
         if (s != TERSE_OK) return s;
     }
-    if (d->flags & TERSE_CODEC_FLAG_LOSSLESS)
-        slot.feedback = false;
-    else if (st->config.feedback >= 0)
-        slot.feedback = st->config.feedback == 1;
-    else
-        slot.feedback = slot.params->feedback_default();
+    if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) slot.feedback = false;
+    else if (st->config.feedback >= 0) slot.feedback = st->config.feedback == 1;
+    else slot.feedback = slot.params->feedback_default();
     st->codecs.push_back(std::move(slot));
     return TERSE_OK;
 }
@@ -134,8 +130,8 @@ Status prepare_lossless(CommState *st, const char *who) {
     if (s == TERSE_OK) s = add_slot(st, std::move(params));
     if (s != TERSE_OK) {
         const std::string why = last_error();
-        return set_error(s, "communicator %s: %s needs the lossless codec 'none': %s", st->describe().c_str(), who,
-                         why.c_str());
+        return set_error(s, "communicator %s: %s needs the lossless codec 'none': %s", st->describe().c_str(),
+                         who, why.c_str());
     }
     st->lossless_slot = st->codecs.size() - 1;
     return TERSE_OK;
@@ -153,10 +149,11 @@ Status prepare_guard(CommState *st) {
         if (d->flags & TERSE_CODEC_FLAG_LOSSLESS) continue;
         lossy = true;
         if (!GuardState::decidable(st->config.guard_budget, d, c.params->get(), st->size))
-            return set_error(TERSE_ERR_INVALID,
-                             "communicator %s: guard=%u with codec '%s', which states no error bound, needs "
-                             "guard_budget (accepted: abs:<bound> or rel:<fraction>, e.g. TERSE_GUARD_BUDGET=rel:1e-3)",
-                             st->describe().c_str(), st->config.guard, d->name);
+            return set_error(
+                TERSE_ERR_INVALID,
+                "communicator %s: guard=%u with codec '%s', which states no error bound, needs "
+                "guard_budget (accepted: abs:<bound> or rel:<fraction>, e.g. TERSE_GUARD_BUDGET=rel:1e-3)",
+                st->describe().c_str(), st->config.guard, d->name);
     }
     if (!lossy) return TERSE_OK;
     Status s = prepare_lossless(st, "the error guard");
@@ -184,8 +181,7 @@ Status prepare_tuning(CommState *st) {
                              "tuning file %s:%d: @%s cannot run codec '%s', whose payloads cannot be summed "
                              "(accepted for it: @gather, @mpi, or codec=none)",
                              table->origin().c_str(), e.line, tune_schedule_name(e.schedule), d->name);
-        if (e.codec == TuneCodec::None && (s = prepare_lossless(st, "the tuning file")) != TERSE_OK)
-            return s;
+        if (e.codec == TuneCodec::None && (s = prepare_lossless(st, "the tuning file")) != TERSE_OK) return s;
     }
     st->tune = std::move(table);
     return TERSE_OK;
@@ -216,11 +212,13 @@ Status prepare_codec(CommState *st) {
             // are left out (auto's own grammar is checked by parse_codecs).
             double v = 0;
             const terse_bound_kind_t kind = params->stated_bound(st->size, &v);
-            const terse_bound_kind_t want = au.budget == AutoCodec::Budget::Abs ? TERSE_BOUND_ABS : TERSE_BOUND_REL;
+            const terse_bound_kind_t want = au.budget == AutoCodec::Budget::Abs ? TERSE_BOUND_ABS
+                                                                                : TERSE_BOUND_REL;
             if (kind != want || v > au.budget_value) {
                 TERSE_LOG_INFO("codec=auto on communicator %s: candidate '%s' left out: its bound %s does "
-                               "not meet budget %s", st->describe().c_str(), params->canonical().c_str(),
-                               bound_text(kind, v).c_str(), bound_text(want, au.budget_value).c_str());
+                               "not meet budget %s",
+                               st->describe().c_str(), params->canonical().c_str(), bound_text(kind, v).c_str(),
+                               bound_text(want, au.budget_value).c_str());
                 continue;
             }
         }
@@ -281,7 +279,8 @@ Status prepare_selector(CommState *st) {
     try {
         st->selector = std::make_unique<Selector>(in, codec_models(st), schedules_for(st->config.algorithm));
     } catch (const std::bad_alloc &) {
-        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for the planner of %s", st->describe().c_str());
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for the planner of %s",
+                         st->describe().c_str());
     }
     return TERSE_OK;
 }
@@ -311,8 +310,7 @@ std::string describe_mismatch(CommState *st) {
         size_t ea = a.find(' ', pa), eb = b.find(' ', pb);
         std::string wa = a.substr(pa, ea == std::string::npos ? std::string::npos : ea - pa);
         std::string wb = b.substr(pb, eb == std::string::npos ? std::string::npos : eb - pb);
-        if (wa != wb)
-            return "rank 0 has '" + wa + "' but rank " + std::to_string(other) + " has '" + wb + "'";
+        if (wa != wb) return "rank 0 has '" + wa + "' but rank " + std::to_string(other) + " has '" + wb + "'";
         if (ea == std::string::npos || eb == std::string::npos) break;
         pa = ea + 1;
         pb = eb + 1;
@@ -336,18 +334,16 @@ Status agree_ctx_id(CommState *st, const uint64_t *used) {
                              st->describe().c_str(), kCtxIdCount);
         int lost = runtime_ctx_claim(id) ? 0 : 1, any_lost = 0;
         if (PMPI_Allreduce(&lost, &any_lost, 1, MPI_INT, MPI_MAX, st->comm) != MPI_SUCCESS)
-            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed",
-                             st->describe().c_str());
+            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed", st->describe().c_str());
         if (!any_lost) {
             st->ctx_id = id;
             return TERSE_OK;
         }
         if (!lost) runtime_ctx_release(id);
         runtime_ctx_used(mask.data());
-        if (PMPI_Allreduce(MPI_IN_PLACE, mask.data(), static_cast<int>(kCtxMaskWords),
-                           MPI_UINT64_T, MPI_BOR, st->comm) != MPI_SUCCESS)
-            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed",
-                             st->describe().c_str());
+        if (PMPI_Allreduce(MPI_IN_PLACE, mask.data(), static_cast<int>(kCtxMaskWords), MPI_UINT64_T, MPI_BOR,
+                           st->comm) != MPI_SUCCESS)
+            return set_error(TERSE_ERR_MPI, "context id agreement on %s failed", st->describe().c_str());
     }
 }
 
@@ -384,12 +380,12 @@ Status comm_state_ready(CommState *st) {
         if (local != TERSE_OK) return set_error(local, "%s", local_msg.c_str());
         return set_error(TERSE_ERR_REMOTE,
                          "communicator %s: another rank has an invalid terse configuration "
-                         "(see its message)", st->describe().c_str());
+                         "(see its message)",
+                         st->describe().c_str());
     }
     if ((out[0] & out[1]) != 0) {
         std::string why = describe_mismatch(st);
-        return set_error(TERSE_ERR_MISMATCH,
-                         "ranks of communicator %s disagree on its terse configuration: %s",
+        return set_error(TERSE_ERR_MISMATCH, "ranks of communicator %s disagree on its terse configuration: %s",
                          st->describe().c_str(), why.c_str());
     }
     if ((out[3] & out[4]) != 0)
@@ -416,22 +412,23 @@ Status comm_state_ready(CommState *st) {
     st->seq = 0;
     st->ready = true;
     runtime_gate_note(st, st->config.enable ? st->config.min_bytes : SIZE_MAX);
-    TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(),
-                    st->size, st->ctx_id, st->config.canonical().c_str());
+    TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(), st->size,
+                    st->ctx_id, st->config.canonical().c_str());
     return TERSE_OK;
 }
 
 const CodecParams *comm_state_active_params(const CommState *st) {
     if (st->codecs.empty()) return nullptr;
-    if (st->guard.tripped && st->lossless_slot != CommState::kNoSlot) return st->codecs[st->lossless_slot].params.get();
+    if (st->guard.tripped && st->lossless_slot != CommState::kNoSlot)
+        return st->codecs[st->lossless_slot].params.get();
     return st->codecs[0].params.get();
 }
 
 const TuneEntry *comm_state_tuned(const CommState *st, CollKind kind, size_t bytes) {
     if (!st->tune) return nullptr;
     const TuneColl c = kind == CollKind::Allreduce ? TuneColl::Allreduce
-                       : coll_gathers(kind)                  ? TuneColl::Allgather
-                                                              : TuneColl::ReduceScatter;
+                       : coll_gathers(kind)        ? TuneColl::Allgather
+                                                   : TuneColl::ReduceScatter;
     return st->tune->lookup(c, st->size, bytes);
 }
 

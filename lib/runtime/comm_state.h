@@ -81,16 +81,16 @@ public:
     std::string name;                // MPI_Comm_get_name at creation / set_name
     bool is_inter = false;           // intercommunicators always pass through
 
-    ConfigOverrides info_overrides;  // terse_* keys from MPI_Comm_set_info / dup_with_info
-    ConfigOverrides api_overrides;   // terse_comm_configure()
-    CommConfig config;               // resolved locally from all sources
-    Status config_status = TERSE_OK; // a local config error is reported at the next collective
+    ConfigOverrides info_overrides;   // terse_* keys from MPI_Comm_set_info / dup_with_info
+    ConfigOverrides api_overrides;    // terse_comm_configure()
+    CommConfig config;                // resolved locally from all sources
+    Status config_status = TERSE_OK;  // a local config error is reported at the next collective
     std::string config_error;
 
-    bool ready = false;              // agreed and instantiated
-    size_t gate_bytes = SIZE_MAX;    // agreed min_bytes lent to the pass-through gate (runtime's lock)
-    uint32_t ctx_id = 0;             // agreed, unique among live contexts
-    uint32_t seq = 0;                // per-operation sequence (tag field)
+    bool ready = false;            // agreed and instantiated
+    size_t gate_bytes = SIZE_MAX;  // agreed min_bytes lent to the pass-through gate (runtime's lock)
+    uint32_t ctx_id = 0;           // agreed, unique among live contexts
+    uint32_t seq = 0;              // per-operation sequence (tag field)
     // The codecs the engine may run: [0] the configured codec (auto: its
     // first candidate that meets the budget), then auto's other candidates,
     // then the lossless identity when the model planner, the error guard or
@@ -105,8 +105,8 @@ public:
     // (engine/selection.h), made at agreement; null with the fixed planner
     // and with algorithm=two_level (whose schedule is fixed).
     std::unique_ptr<Selector> selector;
-    GuardState guard;                // guard=: reset at each agreement
-    std::unique_ptr<TuneTable> tune; // tune_file's entries, loaded at agreement (null: none)
+    GuardState guard;                 // guard=: reset at each agreement
+    std::unique_ptr<TuneTable> tune;  // tune_file's entries, loaded at agreement (null: none)
 
     Stats stats;
     // Intercepted + passed, for capture sampling; atomic because a queued

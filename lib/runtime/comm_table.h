@@ -36,10 +36,8 @@ public:
     // Handles are pointers in Open MPI and integers in MPICH.
     template <class Handle>
     static uintptr_t key_of(Handle h) {
-        if constexpr (std::is_pointer_v<Handle>)
-            return reinterpret_cast<uintptr_t>(h);
-        else
-            return static_cast<uintptr_t>(h);
+        if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<uintptr_t>(h);
+        else return static_cast<uintptr_t>(h);
     }
 
     // The state cached for comm, or nullptr (not cached, or a writer was

@@ -33,7 +33,8 @@ double ring_step(Link *link, const CommState *st, uint8_t *out, uint8_t *in, siz
     const double t0 = now_seconds();
     Status s = link->irecv(left, make_tag(st->ctx_id, uint32_t(left), kProbeSeq, uint32_t(rep)), in, bytes, &rr);
     if (s == TERSE_OK)
-        s = link->isend(right, make_tag(st->ctx_id, uint32_t(st->rank), kProbeSeq, uint32_t(rep)), out, bytes, &sr);
+        s = link->isend(right, make_tag(st->ctx_id, uint32_t(st->rank), kProbeSeq, uint32_t(rep)), out, bytes,
+                        &sr);
     if (s != TERSE_OK) return -1;
     bool rdone = false, sdone = false;
     while (!rdone || !sdone) {
@@ -87,9 +88,11 @@ Status probe_costs(CommState *st, CostInputs *out) {
     // Ring neighbours over the transport; the first step also connects.
     int slot = 0;
     double local[3];
-    if (ring_step(st->link.get(), st, pa, pb, 8, slot++) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+    if (ring_step(st->link.get(), st, pa, pb, 8, slot++) < 0)
+        return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
     local[0] = fastest_ring_step(st->link.get(), st, pa, pb, 8, kRingSmallReps, &slot);
-    local[1] = local[0] < 0 ? -1 : fastest_ring_step(st->link.get(), st, pa, pb, kRingLarge, kRingLargeReps, &slot);
+    local[1] = local[0] < 0 ? -1
+                            : fastest_ring_step(st->link.get(), st, pa, pb, kRingLarge, kRingLargeReps, &slot);
     if (local[1] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
 
     // A local reduction.
@@ -143,12 +146,12 @@ Status probe_costs(CommState *st, CostInputs *out) {
     }
     in.fixed = in.pmpi.empty() ? 0 : in.pmpi.seconds[0];
     *out = in;
-    TERSE_LOG_DEBUG("planner: communicator %s measured in %.2f ms: ring alpha %.2f us, %.0f MB/s; reduce %.0f MB/s; "
-                    "MPI_Allreduce %d sizes, 8 B %.2f us, largest %.0f B %.1f us",
-                    st->describe().c_str(), (now_seconds() - t_begin) * 1e3, in.link.alpha * 1e6,
-                    in.link.beta > 0 ? 1e-6 / in.link.beta : 0.0, in.gamma > 0 ? 1e-6 / in.gamma : 0.0,
-                    in.pmpi.points, in.pmpi.seconds[0] * 1e6, in.pmpi.bytes[in.pmpi.points - 1],
-                    in.pmpi.seconds[in.pmpi.points - 1] * 1e6);
+    TERSE_LOG_DEBUG(
+        "planner: communicator %s measured in %.2f ms: ring alpha %.2f us, %.0f MB/s; reduce %.0f MB/s; "
+        "MPI_Allreduce %d sizes, 8 B %.2f us, largest %.0f B %.1f us",
+        st->describe().c_str(), (now_seconds() - t_begin) * 1e3, in.link.alpha * 1e6,
+        in.link.beta > 0 ? 1e-6 / in.link.beta : 0.0, in.gamma > 0 ? 1e-6 / in.gamma : 0.0, in.pmpi.points,
+        in.pmpi.seconds[0] * 1e6, in.pmpi.bytes[in.pmpi.points - 1], in.pmpi.seconds[in.pmpi.points - 1] * 1e6);
     return TERSE_OK;
 }
 

@@ -127,11 +127,13 @@ public:
                            ControlRequest *r) override {
         MPI_Datatype t = mpi_type(dtype);
         if (t == MPI_DATATYPE_NULL)
-            return set_error(TERSE_ERR_UNSUPPORTED, "terse node reduce-scatter: dtype %d not supported", int(dtype));
+            return set_error(TERSE_ERR_UNSUPPORTED, "terse node reduce-scatter: dtype %d not supported",
+                             int(dtype));
         MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
         int rc = PMPI_Ireduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, t, mpi_op(op), comm_, req);
         if (rc != MPI_SUCCESS)
-            return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: PMPI_Ireduce_scatter failed (code %d)", rc);
+            return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: PMPI_Ireduce_scatter failed (code %d)",
+                             rc);
         r->active = true;
         return TERSE_OK;
     }

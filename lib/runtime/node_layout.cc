@@ -26,13 +26,14 @@ struct KeyCell {
 static_assert(sizeof(KeyCell) == 66, "a key cell is 66 bytes, sent as MPI_CHAR");
 
 Status mpi_failed(const char *call, const std::string &what, int rc) {
-    return set_error(TERSE_ERR_MPI, "two-level layout of communicator %s: %s failed (code %d)", what.c_str(), call,
-                     rc);
+    return set_error(TERSE_ERR_MPI, "two-level layout of communicator %s: %s failed (code %d)", what.c_str(),
+                     call, rc);
 }
 
 // The color of this rank's node from everyone's TERSE_NODE_KEY: the lowest
 // rank with the same key.  -1 with *status clear when no rank sets one.
-Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, const std::string &what, int *color) {
+Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, const std::string &what,
+                  int *color) {
     std::vector<KeyCell> cells(size_t(size) + 1);
     KeyCell &mine = cells[size_t(size)];
     std::memset(&mine, 0, sizeof mine);
@@ -50,10 +51,11 @@ Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, con
         return TERSE_OK;
     }
     if (first_unset >= 0)
-        return set_error(TERSE_ERR_MISMATCH,
-                         "two-level layout of communicator %s: TERSE_NODE_KEY is set on rank %d (to '%s') but not on "
-                         "rank %d; set it on every rank or on none",
-                         what.c_str(), first_set, cells[size_t(first_set)].text, first_unset);
+        return set_error(
+            TERSE_ERR_MISMATCH,
+            "two-level layout of communicator %s: TERSE_NODE_KEY is set on rank %d (to '%s') but not on "
+            "rank %d; set it on every rank or on none",
+            what.c_str(), first_set, cells[size_t(first_set)].text, first_unset);
     for (int q = 0; q <= rank; ++q)
         if (std::strcmp(cells[size_t(q)].text, cells[size_t(rank)].text) == 0) {
             *color = q;
@@ -130,15 +132,15 @@ void NodeLayout::set_config(const CommConfig &cfg) {
 std::string NodeLayout::describe() const {
     const TwoLevelEnv &e = env_;
     std::string s = std::to_string(e.nodes) + " node" + (e.nodes == 1 ? "" : "s") + " of " +
-                    (e.shards == ranks_per_node_max_ ? std::to_string(e.shards)
-                                                     : std::to_string(e.shards) + ".." +
-                                                           std::to_string(ranks_per_node_max_)) +
+                    (e.shards == ranks_per_node_max_
+                         ? std::to_string(e.shards)
+                         : std::to_string(e.shards) + ".." + std::to_string(ranks_per_node_max_)) +
                     " ranks, " + std::to_string(e.shards) + " shard" + (e.shards == 1 ? "" : "s") +
-                    "; this rank: node rank " + std::to_string(e.node_rank) + " of " + std::to_string(e.node_size);
+                    "; this rank: node rank " + std::to_string(e.node_rank) + " of " +
+                    std::to_string(e.node_size);
     if (e.rail_rank >= 0)
         s += ", rail rank " + std::to_string(e.rail_rank) + " of " + std::to_string(e.rail_size);
-    else
-        s += ", on no rail";
+    else s += ", on no rail";
     return s;
 }
 

@@ -36,7 +36,7 @@ struct NbCall {
     std::atomic<bool> completing{false};  // taken by the thread that completes the request
     Status status = TERSE_OK;
     std::string msg;
-    int error_code = MPI_SUCCESS;         // what the request reports
+    int error_code = MPI_SUCCESS;  // what the request reports
     MPI_Request greq = MPI_REQUEST_NULL;
 };
 
@@ -90,8 +90,8 @@ void kick() {
 // Starts the front call of q.  Under q->mu.
 void start_call(NbQueue *q, NbCall *c) {
     c->started = true;
-    Status s =
-        collective_start(c->st, c->args, c->choice, Priority::Normal, &c->op, nullptr, true, q->control.get());
+    Status s = collective_start(c->st, c->args, c->choice, Priority::Normal, &c->op, nullptr, true,
+                                q->control.get());
     if (s != TERSE_OK) {
         c->status = s;
         c->msg = last_error();

@@ -50,9 +50,7 @@ void list_counter();
 // Whether a call of `bytes` (as engine_eligible counts them: the whole
 // input of a reduce-scatter, one rank's block of an allgather) passes
 // without a lookup.
-inline bool pass_below_gate(size_t bytes) {
-    return bytes < pass_detail::g_gate.load(std::memory_order_relaxed);
-}
+inline bool pass_below_gate(size_t bytes) { return bytes < pass_detail::g_gate.load(std::memory_order_relaxed); }
 
 // The agreed floor (SIZE_MAX before MPI_Init).
 inline size_t pass_floor() { return pass_detail::g_floor; }

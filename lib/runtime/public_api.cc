@@ -56,8 +56,8 @@ extern "C" terse_status_t terse_comm_get_config(MPI_Comm comm, char *buf, size_t
     if (!st) return s;
     std::string c = st->config.canonical();
     if (c.size() + 1 > buflen)
-        return set_error(TERSE_ERR_INVALID, "terse_comm_get_config: buffer of %zu bytes, need %zu",
-                         buflen, c.size() + 1);
+        return set_error(TERSE_ERR_INVALID, "terse_comm_get_config: buffer of %zu bytes, need %zu", buflen,
+                         c.size() + 1);
     memcpy(buf, c.c_str(), c.size() + 1);
     return TERSE_OK;
 }

@@ -41,8 +41,8 @@ struct Runtime {
     ConfigFile file;
     bool has_file = false;
     int keyval = MPI_KEYVAL_INVALID;
-    std::optional<MpiOob> oob;  // the transport's, over MPI_COMM_WORLD; outlives it
-    std::mutex ctx_mu;  // guards ctx_used; taken at context creation only
+    std::optional<MpiOob> oob;               // the transport's, over MPI_COMM_WORLD; outlives it
+    std::mutex ctx_mu;                       // guards ctx_used; taken at context creation only
     uint64_t ctx_used[kCtxMaskWords] = {1};  // id 0 reserved
 
     std::mutex mu;  // guards the lists below and every CommState::gate_bytes;
@@ -81,7 +81,8 @@ void retire(CommState *st) {
     // frees communicators in a loop holds memory flat unless it asked for
     // their statistics.
     if (st->bound() && st->stats.any_calls() && prints_stats_line(st->rank))
-        g_rt.retired.push_back({st->name, st->rank, st->size, st->stats, comm_state_planner_summary(st, "  planner: ")});
+        g_rt.retired.push_back(
+            {st->name, st->rank, st->size, st->stats, comm_state_planner_summary(st, "  planner: ")});
     if (st->gate_bytes != SIZE_MAX && runtime_active()) update_gate_locked();
 }
 
@@ -115,8 +116,8 @@ int delete_attr(MPI_Comm comm, int, void *val, void *) {
 // planner: the model planner's lines, one per size class (may be empty).
 void print_stats_line(const std::string &name, int rank, int size, const Stats &s, const std::string &planner) {
     if (!prints_stats_line(rank)) return;
-    fprintf(stderr, "terse stats: comm=%s size=%d rank=%d %s\n%s",
-            name.empty() ? "(unnamed)" : name.c_str(), size, rank, s.format().c_str(), planner.c_str());
+    fprintf(stderr, "terse stats: comm=%s size=%d rank=%d %s\n%s", name.empty() ? "(unnamed)" : name.c_str(),
+            size, rank, s.format().c_str(), planner.c_str());
 }
 
 // Calls that never reached a communicator's statistics (pass_through.h).

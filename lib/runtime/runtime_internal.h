@@ -19,7 +19,7 @@ const ConfigFile *runtime_config_file();
 // in use, take the lowest id free everywhere, and claim it locally; since
 // another thread may have claimed it meanwhile, they confirm the claim
 // collectively and retry if any member lost the race.
-constexpr uint32_t kCtxIdCount = 8192;                  // live contexts per process
+constexpr uint32_t kCtxIdCount = 8192;  // live contexts per process
 constexpr size_t kCtxMaskWords = kCtxIdCount / 64;
 // Copy this process's mask of ids in use (bit set = used; id 0 is reserved).
 void runtime_ctx_used(uint64_t mask[kCtxMaskWords]);

@@ -58,10 +58,8 @@ void (*g_describe_tag)(uint64_t, char *, size_t) = nullptr;
 struct TagText {
     char text[96];
     explicit TagText(uint64_t tag) {
-        if (g_describe_tag)
-            g_describe_tag(tag, text, sizeof text);
-        else
-            std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(tag));
+        if (g_describe_tag) g_describe_tag(tag, text, sizeof text);
+        else std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(tag));
     }
 };
 
@@ -146,10 +144,8 @@ bool context_is_tcp_only(ucp_context_h context) {
             size_t e = b < end ? text.find('/', b) : std::string::npos;
             if (e == std::string::npos || e > end) return false;  // a format we do not know
             std::string tl = text.substr(b, e - b);
-            if (tl == "tcp")
-                tcp = true;
-            else if (tl != "self")
-                return false;
+            if (tl == "tcp") tcp = true;
+            else if (tl != "self") return false;
         }
         pos = end + 1;
     }
@@ -166,10 +162,8 @@ Status oob_allgather(OutOfBand &oob, const void *send, void *recv, size_t len, u
     Status done = TERSE_OK;
     while (!oob.test(req, &done)) {
         // Ranks sharing cores finish sooner if the idle ones nap.
-        if (!worker)
-            sched_yield();
-        else if (ucp_worker_progress(worker) == 0)
-            nap_us(kNapUs / 4);
+        if (!worker) sched_yield();
+        else if (ucp_worker_progress(worker) == 0) nap_us(kNapUs / 4);
     }
     oob.free(req);
     return done;
@@ -285,7 +279,8 @@ Status Transport::Impl::open(bool thread_multiple) {
     ucp_config_t *config = nullptr;
     ucs_status_t st = ucp_config_read("TERSE", nullptr, &config);
     if (st != UCS_OK)
-        return set_error(TERSE_ERR_TRANSPORT, "terse transport: reading UCX configuration (TERSE_UCX_*) failed: %s",
+        return set_error(TERSE_ERR_TRANSPORT,
+                         "terse transport: reading UCX configuration (TERSE_UCX_*) failed: %s",
                          ucs_status_string(st));
 
     ucp_params_t params = {};
@@ -459,8 +454,7 @@ void Transport::Impl::close_endpoints(bool collective) {
         p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         p.flags = 0;  // flush
         ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &p);
-        if (UCS_PTR_IS_PTR(req))
-            pending.push_back(req);
+        if (UCS_PTR_IS_PTR(req)) pending.push_back(req);
         else if (UCS_PTR_STATUS(req) != UCS_OK)
             TERSE_LOG_WARN("transport: closing the endpoint to world rank %d failed: %s", r,
                            ucs_status_string(UCS_PTR_STATUS(req)));
@@ -568,7 +562,8 @@ bool Request::test(Status *status) {
         state_ = st == UCS_OK ? State::Done : State::Failed;
     }
     if (state_ == State::Failed) {
-        Status s = message_error(is_recv_ ? "receive" : "send", peer_, tag_, ucs_status_t(status_code_), capacity_);
+        Status s = message_error(is_recv_ ? "receive" : "send", peer_, tag_, ucs_status_t(status_code_),
+                                 capacity_);
         if (status) *status = s;
         return true;
     }
@@ -597,7 +592,8 @@ Status Transport::init(const TransportParams &params) {
                          g_transport->impl_->multi ? "multi-threaded" : "serialized");
     }
     if (!params.oob)
-        return set_error(TERSE_ERR_INVALID, "terse transport: no out-of-band collective to exchange addresses over");
+        return set_error(TERSE_ERR_INVALID,
+                         "terse transport: no out-of-band collective to exchange addresses over");
 
     std::unique_ptr<Impl> impl;
     Status local = TERSE_OK;
@@ -627,7 +623,8 @@ Status Transport::init(const TransportParams &params) {
 
     TERSE_LOG_DEBUG("transport: UCX ready (%d ranks, %s worker, waits %s, %s, cores %s)", impl->size,
                     thread_multiple ? "multi-threaded" : "serialized",
-                    impl->wakeup.load() ? "sleep on the event fd" : "nap", impl->eager_only ? "eager only" : "rendezvous as UCX decides",
+                    impl->wakeup.load() ? "sleep on the event fd" : "nap",
+                    impl->eager_only ? "eager only" : "rendezvous as UCX decides",
                     impl->oversubscribed ? "oversubscribed" : "not oversubscribed");
     Transport *t = new (std::nothrow) Transport(std::move(impl));
     if (!t) return set_error(TERSE_ERR_NO_MEMORY, "terse transport: out of memory during initialization");

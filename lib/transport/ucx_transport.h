@@ -65,12 +65,12 @@ public:
     enum class State { Idle, Pending, Done, Failed };
     void *req_ = nullptr;
     State state_ = State::Idle;
-    int status_code_ = 0;    // ucs_status_t
+    int status_code_ = 0;  // ucs_status_t
     size_t length_ = 0;
-    int peer_ = -1;          // world rank, for messages
+    int peer_ = -1;  // world rank, for messages
     bool is_recv_ = false;
-    uint64_t tag_ = 0;       // for messages
-    size_t capacity_ = 0;    // receive buffer size, for the truncation message
+    uint64_t tag_ = 0;     // for messages
+    size_t capacity_ = 0;  // receive buffer size, for the truncation message
 };
 
 // What the transport is told when it starts: everything it needs from

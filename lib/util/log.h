@@ -15,6 +15,12 @@ void log(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 
 }  // namespace terse
 
 #define TERSE_LOG_ERROR(...) ::terse::log(::terse::LogLevel::Error, __VA_ARGS__)
-#define TERSE_LOG_WARN(...)  ::terse::log(::terse::LogLevel::Warn, __VA_ARGS__)
-#define TERSE_LOG_INFO(...)  do { if (::terse::log_enabled(::terse::LogLevel::Info)) ::terse::log(::terse::LogLevel::Info, __VA_ARGS__); } while (0)
-#define TERSE_LOG_DEBUG(...) do { if (::terse::log_enabled(::terse::LogLevel::Debug)) ::terse::log(::terse::LogLevel::Debug, __VA_ARGS__); } while (0)
+#define TERSE_LOG_WARN(...) ::terse::log(::terse::LogLevel::Warn, __VA_ARGS__)
+#define TERSE_LOG_INFO(...)                                                                                    \
+    do {                                                                                                       \
+        if (::terse::log_enabled(::terse::LogLevel::Info)) ::terse::log(::terse::LogLevel::Info, __VA_ARGS__); \
+    } while (0)
+#define TERSE_LOG_DEBUG(...)                                                                                     \
+    do {                                                                                                         \
+        if (::terse::log_enabled(::terse::LogLevel::Debug)) ::terse::log(::terse::LogLevel::Debug, __VA_ARGS__); \
+    } while (0)

@@ -28,7 +28,7 @@ struct Cached {
 
 struct Cache {
     std::vector<Cached> free;
-    size_t bytes = 0;              // in free
+    size_t bytes = 0;  // in free
     // Bytes and buffers handed out through this thread and not given back
     // here (a buffer released on another thread joins that one's cache, so
     // these are estimates, clamped at 0), and their peaks.
@@ -139,8 +139,7 @@ Status ScratchBuffer::reserve(size_t bytes) {
         cap = (bytes + 63) & ~size_t(63);
         p = static_cast<uint8_t *>(std::aligned_alloc(64, cap));
         if (!p)
-            return set_error(TERSE_ERR_NO_MEMORY, "terse: could not allocate %zu bytes of scratch memory",
-                             bytes);
+            return set_error(TERSE_ERR_NO_MEMORY, "terse: could not allocate %zu bytes of scratch memory", bytes);
     }
     p_ = p;
     cap_ = cap;

@@ -20,7 +20,10 @@ class ScratchBuffer {
 public:
     ScratchBuffer() = default;
     ~ScratchBuffer() { reset(); }
-    ScratchBuffer(ScratchBuffer &&o) noexcept : p_(o.p_), cap_(o.cap_) { o.p_ = nullptr; o.cap_ = 0; }
+    ScratchBuffer(ScratchBuffer &&o) noexcept : p_(o.p_), cap_(o.cap_) {
+        o.p_ = nullptr;
+        o.cap_ = 0;
+    }
     ScratchBuffer &operator=(ScratchBuffer &&o) noexcept;
     ScratchBuffer(const ScratchBuffer &) = delete;
     ScratchBuffer &operator=(const ScratchBuffer &) = delete;
@@ -45,7 +48,7 @@ public:
         : all_(mem), free_(mem) {}
     void init(size_t buffer_bytes) { size_ = buffer_bytes; }
     size_t buffer_bytes() const { return size_; }
-    uint8_t *get();            // nullptr when memory ran out
+    uint8_t *get();  // nullptr when memory ran out
     void put(uint8_t *buf);
     size_t allocated() const { return all_.size(); }
 

@@ -104,8 +104,8 @@ TERSE_HD inline void unpack_group(const Unpack32Fn fn, int width, const uint8_t 
 
 // Pack n <= 32 fields as the group starting at field `first` (a multiple of
 // 32); a short last group writes only its ceil(n*W/8) bytes (padding zero).
-TERSE_HD inline void pack_group(const Pack32Fn fn, int width, const uint32_t *in, size_t n,
-                                size_t first, uint8_t *stream) {
+TERSE_HD inline void pack_group(const Pack32Fn fn, int width, const uint32_t *in, size_t n, size_t first,
+                                uint8_t *stream) {
     uint8_t *g = stream + first / 8 * static_cast<size_t>(width);
     if (n == 32) {
         fn(in, g);

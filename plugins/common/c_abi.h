@@ -109,8 +109,8 @@ int decode_callback(void *instance, const void *src, size_t src_len, void *dst, 
 }
 
 template <typename Instance>
-int combine_callback(void *instance, const void *a, size_t a_len, int a_contributors, const void *b,
-                     size_t b_len, int b_contributors, size_t count, void *out, size_t out_cap, size_t *out_len,
+int combine_callback(void *instance, const void *a, size_t a_len, int a_contributors, const void *b, size_t b_len,
+                     int b_contributors, size_t count, void *out, size_t out_cap, size_t *out_len,
                      const terse_codec_call_t *) {
     return combine(*static_cast<Instance *>(instance), a, a_len, a_contributors, b, b_len, b_contributors, count,
                    out, out_cap, out_len);

@@ -31,9 +31,7 @@ TERSE_HD inline uint32_t hash_key(uint64_t seed, uint32_t hi) {
 }
 
 // 24 random bits for the element whose index has lower half `lo`.
-TERSE_HD inline uint32_t hash_bits24(uint32_t key, uint32_t lo) {
-    return mix32(lo * kHashGolden + key) >> 8;
-}
+TERSE_HD inline uint32_t hash_bits24(uint32_t key, uint32_t lo) { return mix32(lo * kHashGolden + key) >> 8; }
 
 // The same as a double in [0, 1), exactly representable.
 TERSE_HD inline double hash_unit(uint32_t key, uint32_t lo) {

@@ -19,12 +19,18 @@
 
 namespace terse_codec {
 
-struct F16 { uint16_t bits; };
-struct BF16 { uint16_t bits; };
+struct F16 {
+    uint16_t bits;
+};
+struct BF16 {
+    uint16_t bits;
+};
 
-template <typename T> struct Elem;
+template <typename T>
+struct Elem;
 
-template <> struct Elem<float> {
+template <>
+struct Elem<float> {
     using Bits = uint32_t;
     static constexpr Bits kInfBits = 0x7f800000u;
     static constexpr terse_dtype_t kDtype = TERSE_DTYPE_FLOAT32;
@@ -37,12 +43,11 @@ template <> struct Elem<float> {
         v = v > FLT_MAX ? FLT_MAX : (v < -FLT_MAX ? -FLT_MAX : v);
         *p = static_cast<float>(v);
     }
-    TERSE_HD static void accumulate(float *p, double v) {
-        *p = static_cast<float>(static_cast<double>(*p) + v);
-    }
+    TERSE_HD static void accumulate(float *p, double v) { *p = static_cast<float>(static_cast<double>(*p) + v); }
 };
 
-template <> struct Elem<double> {
+template <>
+struct Elem<double> {
     using Bits = uint64_t;
     static constexpr Bits kInfBits = 0x7ff0000000000000ull;
     static constexpr terse_dtype_t kDtype = TERSE_DTYPE_FLOAT64;
@@ -57,7 +62,8 @@ template <> struct Elem<double> {
     TERSE_HD static void accumulate(double *p, double v) { *p = *p + v; }
 };
 
-template <> struct Elem<F16> {
+template <>
+struct Elem<F16> {
     using Bits = uint16_t;
     static constexpr Bits kInfBits = 0x7c00u;
     static constexpr terse_dtype_t kDtype = TERSE_DTYPE_FLOAT16;
@@ -75,7 +81,8 @@ template <> struct Elem<F16> {
     }
 };
 
-template <> struct Elem<BF16> {
+template <>
+struct Elem<BF16> {
     using Bits = uint16_t;
     static constexpr Bits kInfBits = 0x7f80u;
     static constexpr terse_dtype_t kDtype = TERSE_DTYPE_BFLOAT16;

@@ -43,7 +43,7 @@ TERSE_HD inline float f16_to_f32(uint16_t h) {
     const uint32_t mant = h & 0x3ffu;
     if (exp == 0x1f)  // inf, or NaN made quiet
         return f32_from_bits(sign | 0x7f800000u | (mant ? 0x400000u | (mant << 13) : 0u));
-    if (exp == 0) {   // zero or subnormal: mant * 2^-24, exact in float
+    if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float
         const float mag = static_cast<float>(mant) * 5.9604644775390625e-8f;
         return f32_from_bits(sign | f32_bits(mag));
     }

@@ -37,8 +37,7 @@ inline bool isa_available(Isa isa) {
     __builtin_cpu_init();
     switch (isa) {
     case Isa::Scalar: return true;
-    case Isa::Avx2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && cpu_has_f16c();
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && cpu_has_f16c();
     case Isa::Avx512:
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&

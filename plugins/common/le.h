@@ -30,9 +30,7 @@ TERSE_HD inline void put_u64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
 #endif
 }
-TERSE_HD inline uint16_t get_u16(const uint8_t *p) {
-    return static_cast<uint16_t>(p[0] | (p[1] << 8));
-}
+TERSE_HD inline uint16_t get_u16(const uint8_t *p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 TERSE_HD inline uint32_t get_u32(const uint8_t *p) {
 #ifdef TERSE_LE_HOST
     uint32_t w;

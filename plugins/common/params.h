@@ -14,8 +14,7 @@
 
 namespace terse_codec {
 
-__attribute__((format(printf, 3, 4))) inline void set_message(char *err, size_t errlen,
-                                                             const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) inline void set_message(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);

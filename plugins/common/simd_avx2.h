@@ -52,7 +52,8 @@ TERSE_AVX2_INLINE __m128i f32_to_bf16x8(__m256 f) {
     const __m256i absx = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
     const __m256i nan = _mm256_cmpgt_epi32(absx, _mm256_set1_epi32(0x7f800000));  // absx < 2^31: signed ok
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), odd), 16);
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), odd),
+                                        16);
     const __m256i q = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
     const __m256i v = _mm256_blendv_epi8(r, q, nan);
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08));
@@ -79,7 +80,7 @@ TERSE_AVX2_INLINE void store8(T *dst, __m256d v0, __m256d v1, bool acc) {
         } else {
             const double max = std::is_same_v<T, float> ? static_cast<double>(FLT_MAX)
                                : std::is_same_v<T, F16> ? static_cast<double>(kF16Max)
-                                                         : static_cast<double>(kBF16Max);
+                                                        : static_cast<double>(kBF16Max);
             out = narrow(clamp_pd(v0, max), clamp_pd(v1, max));
         }
         if constexpr (std::is_same_v<T, float>) {

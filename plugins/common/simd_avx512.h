@@ -93,7 +93,7 @@ TERSE_AVX512_INLINE void store16(T *dst, __m512d v0, __m512d v1, bool acc) {
         } else {
             const double max = std::is_same_v<T, float> ? static_cast<double>(FLT_MAX)
                                : std::is_same_v<T, F16> ? static_cast<double>(kF16Max)
-                                                         : static_cast<double>(kBF16Max);
+                                                        : static_cast<double>(kBF16Max);
             out = narrow(clamp_pd(v0, max), clamp_pd(v1, max));
         }
         if constexpr (std::is_same_v<T, float>) {

@@ -75,7 +75,8 @@ size_t finish_payload(const Instance &in, Header h, const uint8_t *plain, uint8_
     if (plain != p + kHeaderBytes) {
         h.flags = 0;
         const size_t room = cap - kHeaderBytes;
-        const size_t z = in.p.zstd ? zstd_compress(plain, h.stream_bytes, p + kHeaderBytes, room, in.p.zstd_level) : 0;
+        const size_t z = in.p.zstd ? zstd_compress(plain, h.stream_bytes, p + kHeaderBytes, room, in.p.zstd_level)
+                                   : 0;
         if (in.p.zstd && z && z < h.stream_bytes) {
             h.flags = kFlagZstd;
             write_header(p, h);
@@ -139,8 +140,7 @@ int stats(const Instance &in, const void *src, size_t count, double *out) {
     if (!out || (!src && count)) return TERSE_CODEC_ERR_PARAM;
     const int mode = in.p.mode == kAbs ? kStatsAbs : in.p.mode == kRel ? kStatsRange : kStatsNorm;
     ChunkStats s;
-    if (count)
-        in.k->stats[in.dindex](src, count, mode, &s);
+    if (count) in.k->stats[in.dindex](src, count, mode, &s);
     const double maxabs = abs_from_bits(in.dtype, s.absmax_bits);
     const bool bad = std::isinf(maxabs);
     switch (in.p.mode) {

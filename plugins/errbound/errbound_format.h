@@ -98,7 +98,9 @@ TERSE_HD inline uint64_t zigzag_max(uint64_t c, uint32_t kmax) { return 2 * c * 
 TERSE_HD inline int width_max(uint64_t c, uint32_t kmax) { return terse_codec::bit_length(zigzag_max(c, kmax)); }
 TERSE_HD inline bool nibble_widths(uint64_t c, uint32_t kmax) { return width_max(c, kmax) <= 15; }
 
-TERSE_HD inline size_t widths_bytes(size_t nblocks, bool nibbles) { return nibbles ? (nblocks + 1) / 2 : nblocks; }
+TERSE_HD inline size_t widths_bytes(size_t nblocks, bool nibbles) {
+    return nibbles ? (nblocks + 1) / 2 : nblocks;
+}
 
 // Worst-case stream of a payload of c contributors.
 TERSE_HD inline size_t stream_worst(size_t count, uint64_t c, uint32_t kmax) {
@@ -122,9 +124,7 @@ TERSE_HD inline void put_width(uint8_t *widths, size_t b, bool nibbles, int w) {
 TERSE_HD inline uint32_t zigzag(int32_t k) {
     return (static_cast<uint32_t>(k) << 1) ^ static_cast<uint32_t>(k >> 31);
 }
-TERSE_HD inline int32_t unzigzag(uint32_t z) {
-    return static_cast<int32_t>((z >> 1) ^ (0u - (z & 1u)));
-}
+TERSE_HD inline int32_t unzigzag(uint32_t z) { return static_cast<int32_t>((z >> 1) ^ (0u - (z & 1u))); }
 
 // How the output type rounds a decoded value of magnitude <= R: at most
 // R*rel + abs (abs covers subnormal results).  The 16-bit types go through

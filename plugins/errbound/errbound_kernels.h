@@ -25,7 +25,7 @@ constexpr size_t kPackSlack = 64;
 enum StatsMode { kStatsAbs = 0, kStatsRange = 1, kStatsNorm = 2 };
 
 struct ChunkStats {
-    uint64_t absmax_bits = 0;  // max |x| bit pattern (>= the Inf pattern: a NaN or Inf)
+    uint64_t absmax_bits = 0;                  // max |x| bit pattern (>= the Inf pattern: a NaN or Inf)
     double vmax = -INFINITY, vmin = INFINITY;  // kStatsRange
     double sumsq = 0;                          // kStatsNorm, summed in 8 lanes (i mod 8), see sumsq_ref
 };
@@ -33,8 +33,8 @@ struct ChunkStats {
 struct EncodeJob {
     const void *src;
     size_t count;
-    double M;        // agreed max |x|
-    double inv;      // 1 / q
+    double M;    // agreed max |x|
+    double inv;  // 1 / q
     bool nibbles;
     uint8_t *widths;  // widths_bytes(...) bytes
     uint8_t *data;    // room for the worst case + kPackSlack
@@ -61,7 +61,7 @@ struct CombineJob {
     uint32_t zmax_b;
     uint8_t *wo, *dout;  // room for the worst case of the sum + kPackSlack
     bool no;
-    size_t out_len;      // out
+    size_t out_len;  // out
 };
 
 using StatsFn = void (*)(const void *src, size_t count, int mode, ChunkStats *out);
@@ -129,17 +129,16 @@ TERSE_HD inline bool encode_block_ref(const T *x, size_t n, double M, double inv
 }
 
 template <typename T>
-TERSE_HD inline bool decode_block_ref(const uint8_t *in, int w, size_t n, double q, uint32_t zmax, T *dst, bool acc) {
+TERSE_HD inline bool decode_block_ref(const uint8_t *in, int w, size_t n, double q, uint32_t zmax, T *dst,
+                                      bool acc) {
     uint32_t z[32];
     planes_unpack(in, w, z);
     bool ok = true;
     for (size_t i = 0; i < 32; i++) ok &= (i < n ? z[i] <= zmax : z[i] == 0);  // padding must be zero
     for (size_t i = 0; i < n; i++) {
         const double v = static_cast<double>(unzigzag(z[i])) * q;
-        if (acc)
-            Elem<T>::accumulate(dst + i, v);
-        else
-            Elem<T>::store(dst + i, v);
+        if (acc) Elem<T>::accumulate(dst + i, v);
+        else Elem<T>::store(dst + i, v);
     }
     return ok;
 }

@@ -14,7 +14,9 @@ namespace {
 
 using namespace terse_codec::avx2;
 
-TE_INLINE __m256i zigzag8(__m256i k) { return _mm256_xor_si256(_mm256_slli_epi32(k, 1), _mm256_srai_epi32(k, 31)); }
+TE_INLINE __m256i zigzag8(__m256i k) {
+    return _mm256_xor_si256(_mm256_slli_epi32(k, 1), _mm256_srai_epi32(k, 31));
+}
 TE_INLINE __m256i unzigzag8(__m256i z) {
     return _mm256_xor_si256(_mm256_srli_epi32(z, 1),
                             _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_and_si256(z, _mm256_set1_epi32(1))));
@@ -48,7 +50,8 @@ TE_INLINE int pack_planes(const __m256i *z, uint8_t *out) {
         const __m128i sh = _mm_cvtsi32_si128(31 - j);  // bit j to the sign bit
         uint32_t p = 0;
         for (int i = 0; i < 4; i++)
-            p |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sll_epi32(z[i], sh)))) << (8 * i);
+            p |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sll_epi32(z[i], sh))))
+                 << (8 * i);
         terse_codec::put_u32(out + 4 * j, p);
     }
     return w;
@@ -62,7 +65,8 @@ TE_INLINE void unpack_planes(const uint8_t *in, int w, __m256i *z) {
         const __m256i p = _mm256_set1_epi32(static_cast<int>(terse_codec::get_u32(in + 4 * j)));
         const __m128i sj = _mm_cvtsi32_si128(j);
         for (int i = 0; i < 4; i++) {
-            const __m256i bits = _mm256_and_si256(_mm256_srlv_epi32(p, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * i))), one);
+            const __m256i bits = _mm256_and_si256(
+                _mm256_srlv_epi32(p, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * i))), one);
             z[i] = _mm256_or_si256(z[i], _mm256_sll_epi32(bits, sj));
         }
     }
@@ -159,10 +163,8 @@ struct Avx2Body {
                     vmax = _mm256_max_pd(vmax, v[k]);
                     vmin = _mm256_min_pd(vmin, v[k]);
                 } else if (mode == kStatsNorm) {
-                    if (k % 2 == 0)
-                        sq0 = _mm256_add_pd(sq0, _mm256_mul_pd(v[k], v[k]));
-                    else
-                        sq1 = _mm256_add_pd(sq1, _mm256_mul_pd(v[k], v[k]));
+                    if (k % 2 == 0) sq0 = _mm256_add_pd(sq0, _mm256_mul_pd(v[k], v[k]));
+                    else sq1 = _mm256_add_pd(sq1, _mm256_mul_pd(v[k], v[k]));
                 }
             }
         }

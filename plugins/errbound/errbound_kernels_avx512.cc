@@ -14,7 +14,9 @@ namespace {
 
 using namespace terse_codec::avx512;
 
-TE_INLINE __m512i zigzag16(__m512i k) { return _mm512_xor_si512(_mm512_slli_epi32(k, 1), _mm512_srai_epi32(k, 31)); }
+TE_INLINE __m512i zigzag16(__m512i k) {
+    return _mm512_xor_si512(_mm512_slli_epi32(k, 1), _mm512_srai_epi32(k, 31));
+}
 TE_INLINE __m512i unzigzag16(__m512i z) {
     return _mm512_xor_si512(_mm512_srli_epi32(z, 1),
                             _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, _mm512_set1_epi32(1))));
@@ -39,7 +41,8 @@ TE_INLINE int pack_planes(__m512i z0, __m512i z1, uint8_t *out) {
             const __m512i bb = _mm512_inserti64x4(_mm512_castsi256_si512(b), b, 1);
             for (int j = 0; j < 8; j += 2) {
                 // plane j in the low half (shift 7 - j), plane j + 1 in the high half (6 - j)
-                const __m512i sh = _mm512_sllv_epi16(bb, _mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(7 - j)), shifts));
+                const __m512i sh = _mm512_sllv_epi16(
+                    bb, _mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(7 - j)), shifts));
                 const uint64_t two = _mm512_movepi8_mask(sh);
                 __builtin_memcpy(out + 32 * half + 4 * j, &two, 8);
             }
@@ -164,9 +167,7 @@ struct Avx512Body {
         double dmax;
         __builtin_memcpy(&dmax, &dbits, 8);
         // Back to the element's own pattern (exact: the value is one of the elements, or 0).
-        s->absmax_bits = i ? (dbits >= 0x7ff0000000000000ull ? Elem<T>::kInfBits
-                                                              : elem_abs_bits<T>(dmax))
-                           : 0;
+        s->absmax_bits = i ? (dbits >= 0x7ff0000000000000ull ? Elem<T>::kInfBits : elem_abs_bits<T>(dmax)) : 0;
         if (mode == kStatsRange && i) {
             s->vmax = _mm512_reduce_max_pd(vmax);
             s->vmin = _mm512_reduce_min_pd(vmin);

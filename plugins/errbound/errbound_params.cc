@@ -81,7 +81,8 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
         return TERSE_CODEC_ERR_PARAM;
     }
     if (p.zstd && !zstd_available()) {
-        set_message(err, errlen, "zstd=on is not available: this build of terse has no libzstd (accepted: zstd=off)");
+        set_message(err, errlen,
+                    "zstd=on is not available: this build of terse has no libzstd (accepted: zstd=off)");
         return TERSE_CODEC_ERR_PARAM;
     }
     *out = p;
@@ -93,8 +94,7 @@ size_t params_string(const Params &p, char *buf, size_t buflen) {
     int n;
     if (p.zstd)
         n = snprintf(tmp, sizeof tmp, "%s=%.17g,zstd=on,zstd_level=%d", mode_key(p.mode), p.bound, p.zstd_level);
-    else
-        n = snprintf(tmp, sizeof tmp, "%s=%.17g,zstd=off", mode_key(p.mode), p.bound);
+    else n = snprintf(tmp, sizeof tmp, "%s=%.17g,zstd=off", mode_key(p.mode), p.bound);
     if (buf && buflen) snprintf(buf, buflen, "%s", tmp);
     return n > 0 ? static_cast<size_t>(n) : 0;
 }

@@ -29,9 +29,18 @@ double error_bound(const void *params, terse_dtype_t, size_t, int, double max_ab
 int error_contract(const void *params, int, int *kind, double *value) {
     const Params &p = *static_cast<const Params *>(params);
     switch (p.mode) {
-    case kAbs: *kind = TERSE_BOUND_ABS; *value = p.bound; break;
-    case kRel: *kind = TERSE_BOUND_REL; *value = 2.0 * p.bound; break;
-    case kNorm: *kind = TERSE_BOUND_REL; *value = p.bound; break;
+    case kAbs:
+        *kind = TERSE_BOUND_ABS;
+        *value = p.bound;
+        break;
+    case kRel:
+        *kind = TERSE_BOUND_REL;
+        *value = 2.0 * p.bound;
+        break;
+    case kNorm:
+        *kind = TERSE_BOUND_REL;
+        *value = p.bound;
+        break;
     }
     return TERSE_CODEC_OK;
 }
@@ -41,9 +50,11 @@ terse_codec_descriptor_t make_descriptor() {
     d.abi_version = TERSE_CODEC_ABI_VERSION;
     d.struct_size = sizeof d;
     d.name = "errbound";
-    d.description = "error-bounded quantization with block bit-width packing (SZp style), |result - exact| <= bound";
-    d.params_help = "exactly one of abs=<bound> | rel=<fraction of the value range, (0,1]> | "
-                    "norm=<fraction of the L2 norm, (0,1]>; zstd=on|off (default off), zstd_level=1..19 (default 1)";
+    d.description =
+        "error-bounded quantization with block bit-width packing (SZp style), |result - exact| <= bound";
+    d.params_help =
+        "exactly one of abs=<bound> | rel=<fraction of the value range, (0,1]> | "
+        "norm=<fraction of the L2 norm, (0,1]>; zstd=on|off (default off), zstd_level=1..19 (default 1)";
     d.dtypes = terse_codec::kLossyDtypes;
     d.mem_kinds = TERSE_MEM_HOST;
     d.flags = TERSE_CODEC_FLAG_ERROR_BOUND;

@@ -100,8 +100,7 @@ int accumulate(void *dst, const void *src, size_t n, terse_op_t op) {
 
 extern "C" {
 
-static int none_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err,
-                      size_t errlen) {
+static int none_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err, size_t errlen) {
     *params = nullptr;
     if (nkv > 0) {
         message(err, errlen, "unknown key '%s' (accepted: none; this codec takes no parameters)",
@@ -144,8 +143,8 @@ static size_t none_max_encoded_size(void *instance, size_t count) {
     return count * static_cast<NoneInstance *>(instance)->elem_size;
 }
 
-static int none_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap,
-                       size_t *dst_len, const terse_codec_call_t *) {
+static int none_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
+                       const terse_codec_call_t *) {
     const size_t size = static_cast<NoneInstance *>(instance)->elem_size;
     if (count > SIZE_MAX / size || count * size > dst_cap) return TERSE_CODEC_ERR_NOSPACE;
     const size_t n = count * size;
@@ -157,8 +156,7 @@ static int none_encode(void *instance, const void *src, size_t count, void *dst,
 static int none_decode(void *instance, const void *src, size_t src_len, void *dst, size_t count,
                        int accumulate_into, terse_op_t op, const terse_codec_call_t *) {
     const auto *inst = static_cast<NoneInstance *>(instance);
-    if (count > SIZE_MAX / inst->elem_size || src_len != count * inst->elem_size)
-        return TERSE_CODEC_ERR_CORRUPT;
+    if (count > SIZE_MAX / inst->elem_size || src_len != count * inst->elem_size) return TERSE_CODEC_ERR_CORRUPT;
     if (!accumulate_into) {
         if (src_len) std::memmove(dst, src, src_len);
         return TERSE_CODEC_OK;

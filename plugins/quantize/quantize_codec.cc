@@ -66,7 +66,8 @@ void group_planes(const Instance &in, const uint8_t *codes, const Header &h, siz
     const int w = h.width;
     if (planes_layout(h.contributors)) {
         for (size_t g = 0; g < n; g++)
-            terse_codec::load_planes(codes + 4 * static_cast<size_t>(w) * (g0 + g), w, buf + static_cast<size_t>(w) * g);
+            terse_codec::load_planes(codes + 4 * static_cast<size_t>(w) * (g0 + g), w,
+                                     buf + static_cast<size_t>(w) * g);
         return;
     }
     const size_t full = count / 32;
@@ -84,7 +85,7 @@ void group_planes(const Instance &in, const uint8_t *codes, const Header &h, siz
 // false: a code out of its range, or non-zero padding.
 bool combine_codes(const Instance &in, const uint8_t *ca, const Header &ha, const uint8_t *cb, const Header &hb,
                    size_t count, uint8_t *co, int wo) {
-    constexpr size_t kBatch = 64;        // groups per batch: 2048 codes
+    constexpr size_t kBatch = 64;                             // groups per batch: 2048 codes
     uint32_t bufa[kBatch * 32 + 16], bufb[kBatch * 32 + 16];  // + slack for to_planes
     const uint32_t amax = ha.contributors * code_max(ha.bits);
     const uint32_t bmax = hb.contributors * code_max(hb.bits);

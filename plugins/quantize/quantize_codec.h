@@ -27,7 +27,7 @@ size_t params_string(const Params &p, char *buf, size_t buflen);
 struct Instance {
     Params p;
     terse_dtype_t dtype;
-    int dindex;          // terse_codec::dtype_index
+    int dindex;  // terse_codec::dtype_index
     size_t elem_bytes;
     int nranks;
     terse_codec::Isa isa;
@@ -35,8 +35,8 @@ struct Instance {
 };
 
 // isa: the code path to run; create fails if this CPU lacks it.
-int create_instance(const Params &p, const terse_codec_setup_t *setup, terse_codec::Isa isa,
-                    Instance **out, char *err, size_t errlen);
+int create_instance(const Params &p, const terse_codec_setup_t *setup, terse_codec::Isa isa, Instance **out,
+                    char *err, size_t errlen);
 void destroy_instance(Instance *inst);
 
 size_t max_encoded_size(const Instance &in, size_t count);

@@ -106,7 +106,7 @@ TERSE_HD inline int bits_index(int bits) {
 }
 
 TERSE_HD inline uint32_t levels(int bits) { return bits >= 2 ? (1u << (bits - 1)) - 1u : 1u; }  // L
-TERSE_HD inline uint32_t zero_code(int bits) { return bits >= 2 ? levels(bits) : 1u; }  // Z
+TERSE_HD inline uint32_t zero_code(int bits) { return bits >= 2 ? levels(bits) : 1u; }          // Z
 TERSE_HD inline uint32_t code_mul(int bits) { return bits >= 2 ? 1u : 2u; }
 TERSE_HD inline uint32_t code_max(int bits) { return bits >= 2 ? 2u * levels(bits) : 1u; }
 
@@ -129,9 +129,7 @@ TERSE_HD inline bool scale_is_mean(int bits, int rounding) { return bits == 1 &&
 
 // Default block per width: keeps the per-block scale and the agreed stats
 // near 5% of the code bits (measured: see terse_codec_quantize(7)).
-TERSE_HD inline int default_log2_block(int bits) {
-    return bits == 1 ? 11 : bits == 2 ? 10 : bits == 4 ? 9 : 8;
-}
+TERSE_HD inline int default_log2_block(int bits) { return bits == 1 ? 11 : bits == 2 ? 10 : bits == 4 ? 9 : 8; }
 
 TERSE_HD inline size_t block_count(size_t count, int log2_block) {
     return (count + (size_t{1} << log2_block) - 1) >> log2_block;

@@ -24,7 +24,7 @@ using terse_codec::Elem;
 using terse_codec::F16;
 
 struct EncodeJob {
-    const void *src;       // count elements of the chunk's dtype
+    const void *src;  // count elements of the chunk's dtype
     size_t count;
     int log2_block;
     int bits;
@@ -119,10 +119,8 @@ TERSE_HD inline uint32_t quantize_one(double x, double inv, uint32_t key, uint32
         constexpr double L = static_cast<double>((1u << (BITS - 1)) - 1u);
         const double t = x * inv;
         double f;
-        if constexpr (ROUND == kNearest)
-            f = nearbyint(t);
-        else
-            f = floor(t + terse_codec::hash_unit(key, lo));
+        if constexpr (ROUND == kNearest) f = nearbyint(t);
+        else f = floor(t + terse_codec::hash_unit(key, lo));
         f = f > L ? L : f;
         f = f >= -L ? f : -L;
         return static_cast<uint32_t>(static_cast<int32_t>(f) + static_cast<int32_t>(L));
@@ -177,7 +175,8 @@ bool encode_chunk(const EncodeJob &j) {
         const uint32_t lo = static_cast<uint32_t>(first);
         uint8_t *out = j.codes + first / 8 * BITS;
         const size_t groups = n / 32;
-        if (groups) ok &= Body::template encode_groups<T, BITS, ROUND>(x + first, groups, limit, inv, key, lo, out);
+        if (groups)
+            ok &= Body::template encode_groups<T, BITS, ROUND>(x + first, groups, limit, inv, key, lo, out);
         const size_t done = groups * 32;
         if (done < n) {
             uint32_t codes[32];
@@ -190,14 +189,12 @@ bool encode_chunk(const EncodeJob &j) {
 }
 
 template <typename T>
-TERSE_HD inline void dequantize_run(const uint32_t *s, size_t n, uint32_t mul, uint32_t zoff, double u,
-                                    T *dst, bool acc) {
+TERSE_HD inline void dequantize_run(const uint32_t *s, size_t n, uint32_t mul, uint32_t zoff, double u, T *dst,
+                                    bool acc) {
     for (size_t i = 0; i < n; i++) {
         const double v = dequantize_one(s[i], mul, zoff, u);
-        if (acc)
-            Elem<T>::accumulate(dst + i, v);
-        else
-            Elem<T>::store(dst + i, v);
+        if (acc) Elem<T>::accumulate(dst + i, v);
+        else Elem<T>::store(dst + i, v);
     }
 }
 
@@ -221,8 +218,10 @@ bool decode_chunk(const DecodeJob &j, bool acc) {
         const size_t groups = n / 32;
         const bool planes = planes_layout(j.contributors);
         if (groups)
-            ok &= planes ? Body::template decode_plane_groups<T>(in, groups, j.width, mul, zoff, smax, u, dst + first, acc)
-                         : Body::template decode_groups<T>(in, groups, j.width, mul, zoff, smax, u, dst + first, acc);
+            ok &= planes ? Body::template decode_plane_groups<T>(in, groups, j.width, mul, zoff, smax, u,
+                                                                 dst + first, acc)
+                         : Body::template decode_groups<T>(in, groups, j.width, mul, zoff, smax, u, dst + first,
+                                                           acc);
         const size_t done = groups * 32;
         if (done < n) {
             uint32_t s[32];
@@ -319,10 +318,11 @@ Kernels make_kernels() {
     k.decode[2] = &decode_chunk<Body, F16>;
     k.decode[3] = &decode_chunk<Body, BF16>;
     k.to_planes = &Body::to_planes;
-#define TQ_ENC(D, T, BI, BITS)                                        \
+#define TQ_ENC(D, T, BI, BITS)                                          \
     k.encode[D][BI][kNearest] = &encode_chunk<Body, T, BITS, kNearest>; \
     k.encode[D][BI][kStochastic] = &encode_chunk<Body, T, BITS, kStochastic>;
-#define TQ_ENC_T(D, T) TQ_ENC(D, T, 0, 1) TQ_ENC(D, T, 1, 2) TQ_ENC(D, T, 2, 4) TQ_ENC(D, T, 3, 8) TQ_ENC(D, T, 4, 16)
+#define TQ_ENC_T(D, T) \
+    TQ_ENC(D, T, 0, 1) TQ_ENC(D, T, 1, 2) TQ_ENC(D, T, 2, 4) TQ_ENC(D, T, 3, 8) TQ_ENC(D, T, 4, 16)
     TQ_ENC_T(0, float)
     TQ_ENC_T(1, double)
     TQ_ENC_T(2, F16)

@@ -28,8 +28,9 @@ TQ_INLINE __m256i mix32x8(__m256i x) {
 TQ_INLINE void draws8(uint32_t key, uint32_t lo, __m256d *r) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(lo)), lane);
-    __m256i h = _mm256_add_epi32(_mm256_mullo_epi32(idx, _mm256_set1_epi32(static_cast<int>(terse_codec::kHashGolden))),
-                                 _mm256_set1_epi32(static_cast<int>(key)));
+    __m256i h = _mm256_add_epi32(
+        _mm256_mullo_epi32(idx, _mm256_set1_epi32(static_cast<int>(terse_codec::kHashGolden))),
+        _mm256_set1_epi32(static_cast<int>(key)));
     h = _mm256_srli_epi32(mix32x8(h), 8);
     const __m256d scale = _mm256_set1_pd(0x1p-24);
     r[0] = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(h)), scale);
@@ -51,12 +52,14 @@ TQ_INLINE void quantize32(const __m256d *d, __m256d inv, uint32_t key, uint32_t 
         } else if constexpr (BITS == 1) {
             const __m256d t = _mm256_mul_pd(d[i], inv);
             const __m256d p = _mm256_mul_pd(_mm256_add_pd(t, _mm256_set1_pd(1.0)), _mm256_set1_pd(0.5));
-            k[i] = _mm256_cvttpd_epi32(_mm256_round_pd(_mm256_add_pd(p, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+            k[i] = _mm256_cvttpd_epi32(
+                _mm256_round_pd(_mm256_add_pd(p, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
         } else if constexpr (ROUND == kNearest) {
             k[i] = _mm256_cvtpd_epi32(_mm256_mul_pd(d[i], inv));  // current rounding mode, as nearbyint
         } else {
             const __m256d t = _mm256_mul_pd(d[i], inv);
-            k[i] = _mm256_cvttpd_epi32(_mm256_round_pd(_mm256_add_pd(t, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+            k[i] = _mm256_cvttpd_epi32(
+                _mm256_round_pd(_mm256_add_pd(t, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
         }
     }
     const int z = BITS >= 2 ? static_cast<int>(levels(BITS)) : 0;
@@ -96,8 +99,8 @@ TQ_INLINE void pack32(const __m256i *c, uint8_t *out) {
         const __m256i z = _mm256_or_si256(_mm256_and_si256(y, _mm256_set1_epi32(0x0f)),
                                           _mm256_and_si256(_mm256_srli_epi32(y, 12), _mm256_set1_epi32(0xf0)));
         const __m256i s = _mm256_shuffle_epi8(
-            z, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
-                                -1, -1, -1, -1, -1, -1, -1, -1, -1));
+            z, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1,
+                                -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
         terse_codec::put_u32(out, static_cast<uint32_t>(_mm256_extract_epi32(s, 0)));
         terse_codec::put_u32(out + 4, static_cast<uint32_t>(_mm256_extract_epi32(s, 4)));
     } else {
@@ -140,7 +143,8 @@ TQ_INLINE void unpack32v(const uint8_t *in, __m256i *s) {
         const __m256i w = _mm256_set1_epi32(static_cast<int>(terse_codec::get_u32(in)));
         const __m256i one = _mm256_set1_epi32(1);
         for (int i = 0; i < 4; i++) {
-            const __m256i sh = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * i));
+            const __m256i sh = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                                _mm256_set1_epi32(8 * i));
             s[i] = _mm256_and_si256(_mm256_srlv_epi32(w, sh), one);
         }
     } else {
@@ -201,8 +205,8 @@ TQ_TARGET void to_planes_w(const uint8_t *codes, size_t groups, uint32_t *out) {
 // 32 bytes, byte i = 0xff where bit i of p is set.
 TQ_INLINE __m256i expand_bits(uint32_t p) {
     const __m256i v = _mm256_set1_epi32(static_cast<int>(p));
-    const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                                         3, 3, 3, 3, 3, 3);
+    const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                         3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i sel = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
     return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, idx), sel), sel);
 }
@@ -232,8 +236,9 @@ struct Avx2Body {
             // Byte k of every code: planes 8k .. 8k + 7 spread over 32 bytes.
             __m256i B[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
             for (int j = 0; j < width; j++)
-                B[j >> 3] = _mm256_or_si256(B[j >> 3], _mm256_and_si256(expand_bits(terse_codec::get_u32(p + 4 * j)),
-                                                                        _mm256_set1_epi8(static_cast<char>(1 << (j & 7)))));
+                B[j >> 3] = _mm256_or_si256(B[j >> 3],
+                                            _mm256_and_si256(expand_bits(terse_codec::get_u32(p + 4 * j)),
+                                                             _mm256_set1_epi8(static_cast<char>(1 << (j & 7)))));
             const __m256i lo16 = _mm256_unpacklo_epi8(B[0], B[1]), hi16 = _mm256_unpackhi_epi8(B[0], B[1]);
             const __m256i lo16c = _mm256_unpacklo_epi8(B[2], _mm256_setzero_si256());
             const __m256i hi16c = _mm256_unpackhi_epi8(B[2], _mm256_setzero_si256());
@@ -243,10 +248,14 @@ struct Avx2Body {
             z[2] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(lo16, 1));
             z[3] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(hi16, 1));
             if (width > 16) {  // the third byte of each code
-                z[0] = _mm256_or_si256(z[0], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(lo16c)), 16));
-                z[1] = _mm256_or_si256(z[1], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(hi16c)), 16));
-                z[2] = _mm256_or_si256(z[2], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(lo16c, 1)), 16));
-                z[3] = _mm256_or_si256(z[3], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(hi16c, 1)), 16));
+                z[0] = _mm256_or_si256(
+                    z[0], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(lo16c)), 16));
+                z[1] = _mm256_or_si256(
+                    z[1], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(hi16c)), 16));
+                z[2] = _mm256_or_si256(
+                    z[2], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(lo16c, 1)), 16));
+                z[3] = _mm256_or_si256(
+                    z[3], _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(hi16c, 1)), 16));
             }
             for (int i = 0; i < 4; i++) {
                 hi = _mm256_max_epu32(hi, z[i]);
@@ -258,8 +267,8 @@ struct Avx2Body {
     }
 
     template <typename T, int BITS, int ROUND>
-    TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key, uint32_t lo,
-                                        uint8_t *out) {
+    TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key,
+                                        uint32_t lo, uint8_t *out) {
         const __m256d mv = _mm256_set1_pd(m);
         const __m256d iv = _mm256_set1_pd(inv);
         const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
@@ -280,16 +289,16 @@ struct Avx2Body {
     TQ_TARGET static bool decode_groups(const uint8_t *in, size_t groups, int width, uint32_t mul, uint32_t zoff,
                                         uint32_t smax, double u, T *dst, bool acc) {
         switch (width) {
-        // clang-format would take the case labels inside TQ_W for statements.
-        // clang-format off
+            // clang-format would take the case labels inside TQ_W for statements.
+            // clang-format off
 #define TQ_W(W) \
     case W: return decode_run<T, W>(in, groups, mul, zoff, smax, u, dst, acc);
             TQ_W(1) TQ_W(2) TQ_W(3) TQ_W(4) TQ_W(5) TQ_W(6) TQ_W(7) TQ_W(8) TQ_W(9) TQ_W(10) TQ_W(11) TQ_W(12)
             TQ_W(13) TQ_W(14) TQ_W(15) TQ_W(16) TQ_W(17) TQ_W(18) TQ_W(19) TQ_W(20) TQ_W(21) TQ_W(22) TQ_W(23)
             TQ_W(24) TQ_W(25) TQ_W(26) TQ_W(27) TQ_W(28) TQ_W(29) TQ_W(30) TQ_W(31) TQ_W(32)
 #undef TQ_W
-        // clang-format on
-        default: return false;
+                // clang-format on
+                default : return false;
         }
     }
 
@@ -321,7 +330,8 @@ struct Avx2Body {
             __m256i acc = _mm256_setzero_si256();
             const __m256i mask = _mm256_set1_epi64x(0x7fffffffffffffffll);
             for (; i + 4 <= n; i += 4) {
-                const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask);
+                const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)),
+                                                   mask);
                 acc = _mm256_blendv_epi8(acc, v, _mm256_cmpgt_epi64(v, acc));  // both < 2^63: signed ok
             }
             _mm256_store_si256(reinterpret_cast<__m256i *>(q), acc);
@@ -330,14 +340,16 @@ struct Avx2Body {
             __m256i acc = _mm256_setzero_si256();
             const __m256i mask = _mm256_set1_epi32(0x7fffffff);
             for (; i + 8 <= n; i += 8)
-                acc = _mm256_max_epu32(acc, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask));
+                acc = _mm256_max_epu32(
+                    acc, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask));
             _mm256_store_si256(reinterpret_cast<__m256i *>(d), acc);
             for (uint32_t v : d) m = v > m ? v : m;
         } else {
             __m256i acc = _mm256_setzero_si256();
             const __m256i mask = _mm256_set1_epi16(0x7fff);
             for (; i + 16 <= n; i += 16)
-                acc = _mm256_max_epu16(acc, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask));
+                acc = _mm256_max_epu16(
+                    acc, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i)), mask));
             const __m256i wide = _mm256_max_epu32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(acc)),
                                                   _mm256_cvtepu16_epi32(_mm256_extracti128_si256(acc, 1)));
             _mm256_store_si256(reinterpret_cast<__m256i *>(d), wide);

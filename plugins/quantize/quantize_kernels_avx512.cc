@@ -29,8 +29,9 @@ TQ_INLINE __m512i mix32x16(__m512i x) {
 TQ_INLINE void draws16(uint32_t key, uint32_t lo, __m512d *r) {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(lo)), lane);
-    __m512i h = _mm512_add_epi32(_mm512_mullo_epi32(idx, _mm512_set1_epi32(static_cast<int>(terse_codec::kHashGolden))),
-                                 _mm512_set1_epi32(static_cast<int>(key)));
+    __m512i h = _mm512_add_epi32(
+        _mm512_mullo_epi32(idx, _mm512_set1_epi32(static_cast<int>(terse_codec::kHashGolden))),
+        _mm512_set1_epi32(static_cast<int>(key)));
     h = _mm512_srli_epi32(mix32x16(h), 8);
     const __m512d scale = _mm512_set1_pd(0x1p-24);
     r[0] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(h)), scale);
@@ -53,13 +54,15 @@ TQ_INLINE void quantize32(const __m512d *d, __m512d inv, uint32_t key, uint32_t 
         } else if constexpr (BITS == 1) {
             const __m512d t = _mm512_mul_pd(d[i], inv);
             const __m512d p = _mm512_mul_pd(_mm512_add_pd(t, _mm512_set1_pd(1.0)), _mm512_set1_pd(0.5));
-            const __m512d f = _mm512_roundscale_pd(_mm512_add_pd(p, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+            const __m512d f = _mm512_roundscale_pd(_mm512_add_pd(p, r[i]),
+                                                   _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
             k[i] = _mm512_cvttpd_epi32(f);
         } else if constexpr (ROUND == kNearest) {
             k[i] = _mm512_cvtpd_epi32(_mm512_mul_pd(d[i], inv));  // current rounding mode, as nearbyint
         } else {
             const __m512d t = _mm512_mul_pd(d[i], inv);
-            const __m512d f = _mm512_roundscale_pd(_mm512_add_pd(t, r[i]), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+            const __m512d f = _mm512_roundscale_pd(_mm512_add_pd(t, r[i]),
+                                                   _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
             k[i] = _mm512_cvttpd_epi32(f);
         }
     }
@@ -89,7 +92,7 @@ TQ_INLINE void pack32(const __m512i *c, uint8_t *out) {
         for (int i = 0; i < 2; i++) {
             const __m512i v = _mm512_or_si512(c[i], _mm512_srli_epi64(c[i], 30));  // 4 bits per qword
             const __m256i w = _mm512_cvtepi64_epi32(v);
-            const __m256i y = _mm256_or_si256(w, _mm256_srli_epi64(w, 28));      // 8 bits per qword
+            const __m256i y = _mm256_or_si256(w, _mm256_srli_epi64(w, 28));  // 8 bits per qword
             const uint32_t word = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_cvtepi64_epi8(y)));
             terse_codec::put_u32(out + 4 * i, word);
         }
@@ -163,8 +166,9 @@ TQ_INLINE void byte_planes8(__m512i s0, __m512i s1, uint32_t *out) {
                                               _mm512_cvtepi32_epi8(s1), 1);
     const __m512i bb = _mm512_inserti64x4(_mm512_castsi256_si512(b), b, 1);
     for (int j = 0; j < 8; j += 2) {
-        const __m512i sh = _mm512_sllv_epi16(bb, _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(7 - j)),
-                                                                    _mm256_set1_epi16(static_cast<short>(6 - j)), 1));
+        const __m512i sh = _mm512_sllv_epi16(bb,
+                                             _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(7 - j)),
+                                                                _mm256_set1_epi16(static_cast<short>(6 - j)), 1));
         const uint64_t two = _mm512_movepi8_mask(sh);  // plane j low, plane j + 1 high
         __builtin_memcpy(out + j, &two, 8);
     }
@@ -224,8 +228,8 @@ struct Avx512Body {
     }
 
     template <typename T, int BITS, int ROUND>
-    TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key, uint32_t lo,
-                                        uint8_t *out) {
+    TQ_TARGET static bool encode_groups(const T *x, size_t groups, double m, double inv, uint32_t key,
+                                        uint32_t lo, uint8_t *out) {
         const __m512d mv = _mm512_set1_pd(m);
         const __m512d iv = _mm512_set1_pd(inv);
         __mmask8 bad = 0;
@@ -244,16 +248,16 @@ struct Avx512Body {
     TQ_TARGET static bool decode_groups(const uint8_t *in, size_t groups, int width, uint32_t mul, uint32_t zoff,
                                         uint32_t smax, double u, T *dst, bool acc) {
         switch (width) {
-        // clang-format would take the case labels inside TQ_W for statements.
-        // clang-format off
+            // clang-format would take the case labels inside TQ_W for statements.
+            // clang-format off
 #define TQ_W(W) \
     case W: return decode_run<T, W>(in, groups, mul, zoff, smax, u, dst, acc);
             TQ_W(1) TQ_W(2) TQ_W(3) TQ_W(4) TQ_W(5) TQ_W(6) TQ_W(7) TQ_W(8) TQ_W(9) TQ_W(10) TQ_W(11) TQ_W(12)
             TQ_W(13) TQ_W(14) TQ_W(15) TQ_W(16) TQ_W(17) TQ_W(18) TQ_W(19) TQ_W(20) TQ_W(21) TQ_W(22) TQ_W(23)
             TQ_W(24) TQ_W(25) TQ_W(26) TQ_W(27) TQ_W(28) TQ_W(29) TQ_W(30) TQ_W(31) TQ_W(32)
 #undef TQ_W
-        // clang-format on
-        default: return false;
+                // clang-format on
+                default : return false;
         }
     }
 

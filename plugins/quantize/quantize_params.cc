@@ -16,8 +16,8 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
     for (size_t i = 0; i < nkv; i++) {
         const char *key = kv[i].key ? kv[i].key : "";
         const char *val = kv[i].value ? kv[i].value : "";
-        bool *seen = is_key(key, "bits") ? &seen_bits
-                     : is_key(key, "block") ? &seen_block
+        bool *seen = is_key(key, "bits")       ? &seen_bits
+                     : is_key(key, "block")    ? &seen_block
                      : is_key(key, "rounding") ? &seen_rounding
                                                : nullptr;
         if (!seen) {
@@ -40,8 +40,8 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
             const bool ok = terse_codec::parse_uint(val, &v) && v >= (1ull << kMinLog2Block) &&
                             v <= (1ull << kMaxLog2Block) && (v & (v - 1)) == 0;
             if (!ok) {
-                set_message(err, errlen,
-                            "block=%s is not accepted (accepted: a power of two from 32 to 65536)", val);
+                set_message(err, errlen, "block=%s is not accepted (accepted: a power of two from 32 to 65536)",
+                            val);
                 return TERSE_CODEC_ERR_PARAM;
             }
             p.log2_block = terse_codec::bit_length(v) - 1;

@@ -52,8 +52,7 @@ int encode_t(Instance *in, const U *x, size_t n, uint8_t *dst, size_t cap, size_
     if (n == 0 || min_payload(k, vs) >= raw) return TERSE_CODEC_RAW;  // cannot shrink
 
     uint32_t *sel = in->sel.data();
-    if (select_topk<U>(x, n, k, U(inf_key(in->dtype)), in->params.method, in->work, sel) !=
-        SelectResult::Ok)
+    if (select_topk<U>(x, n, k, U(inf_key(in->dtype)), in->params.method, in->work, sel) != SelectResult::Ok)
         return TERSE_CODEC_RAW;  // Inf or NaN: the engine sends the chunk as it is
 
     const size_t vsz = varint_size(sel, k);
@@ -64,8 +63,8 @@ int encode_t(Instance *in, const U *x, size_t n, uint8_t *dst, size_t cap, size_
     if (total >= raw) return TERSE_CODEC_RAW;
     if (total > cap) return TERSE_CODEC_ERR_NOSPACE;
 
-    write_header(dst, Header{kFormatVersion, uint8_t(in->dtype), coding, 0, uint32_t(k), uint32_t(n),
-                             uint32_t(isz)});
+    write_header(dst,
+                 Header{kFormatVersion, uint8_t(in->dtype), coding, 0, uint32_t(k), uint32_t(n), uint32_t(isz)});
     uint8_t *vals = dst + kHeaderSize;
     for (size_t j = 0; j < k; j++) std::memcpy(vals + j * vs, &x[sel[j]], vs);
     uint8_t *idx = vals + k * vs;
@@ -77,8 +76,7 @@ int encode_t(Instance *in, const U *x, size_t n, uint8_t *dst, size_t cap, size_
 
 template <typename Sink>
 bool read_indices(IndexCoding coding, const uint8_t *p, size_t len, size_t k, uint64_t count, Sink &&sink) {
-    return coding == kBitpacked ? bitpacked_read(p, len, k, count, sink)
-                                : varint_read(p, len, k, count, sink);
+    return coding == kBitpacked ? bitpacked_read(p, len, k, count, sink) : varint_read(p, len, k, count, sink);
 }
 
 // dst[i] (+)= v for one kept element, in the element type.
@@ -126,8 +124,7 @@ int decode_t(Instance *in, const uint8_t *src, size_t src_len, void *dst, size_t
     if (src_len < kHeaderSize) return TERSE_CODEC_ERR_CORRUPT;
     const Header h = read_header(src);
     if (h.version != kFormatVersion || h.dtype != uint8_t(in->dtype) || h.reserved != 0 ||
-        (h.coding != kVarint && h.coding != kBitpacked) || uint64_t(h.count) != uint64_t(count) ||
-        h.k > h.count)
+        (h.coding != kVarint && h.coding != kBitpacked) || uint64_t(h.count) != uint64_t(count) || h.k > h.count)
         return TERSE_CODEC_ERR_CORRUPT;
     const uint64_t expect = uint64_t(kHeaderSize) + uint64_t(h.k) * vs + uint64_t(h.index_bytes);
     if (expect != uint64_t(src_len)) return TERSE_CODEC_ERR_CORRUPT;
@@ -173,8 +170,10 @@ static int topk_create(const void *params, const terse_codec_setup_t *setup, voi
     }
     if (setup->max_chunk_count > UINT32_MAX) {
         if (err && errlen)
-            snprintf(err, errlen, "chunks of %zu elements are too large (accepted: at most 4294967295 "
-                     "elements per chunk)", setup->max_chunk_count);
+            snprintf(err, errlen,
+                     "chunks of %zu elements are too large (accepted: at most 4294967295 "
+                     "elements per chunk)",
+                     setup->max_chunk_count);
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
     try {
@@ -202,8 +201,8 @@ static size_t topk_max_encoded_size(void *instance, size_t count) {
     return kHeaderSize + k * (in->vsize + 5);  // a gap never needs more than 5 varint bytes
 }
 
-static int topk_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap,
-                       size_t *dst_len, const terse_codec_call_t *) {
+static int topk_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
+                       const terse_codec_call_t *) {
     auto *in = static_cast<Instance *>(instance);
     if (count > in->max_count) return TERSE_CODEC_ERR_INTERNAL;  // the engine promised max_chunk_count
     try {
@@ -213,16 +212,15 @@ static int topk_encode(void *instance, const void *src, size_t count, void *dst,
             return encode_t(in, static_cast<const uint32_t *>(src), count, d, dst_cap, dst_len);
         case TERSE_DTYPE_FLOAT64:
             return encode_t(in, static_cast<const uint64_t *>(src), count, d, dst_cap, dst_len);
-        default:
-            return encode_t(in, static_cast<const uint16_t *>(src), count, d, dst_cap, dst_len);
+        default: return encode_t(in, static_cast<const uint16_t *>(src), count, d, dst_cap, dst_len);
         }
     } catch (...) {
         return TERSE_CODEC_ERR_INTERNAL;
     }
 }
 
-static int topk_decode(void *instance, const void *src, size_t src_len, void *dst, size_t count,
-                       int accumulate, terse_op_t op, const terse_codec_call_t *) {
+static int topk_decode(void *instance, const void *src, size_t src_len, void *dst, size_t count, int accumulate,
+                       terse_op_t op, const terse_codec_call_t *) {
     auto *in = static_cast<Instance *>(instance);
     const auto *s = static_cast<const uint8_t *>(src);
     switch (in->dtype) {

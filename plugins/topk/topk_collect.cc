@@ -28,9 +28,8 @@ size_t collect_scalar(const U *x, size_t begin, size_t n, U lo, uint32_t *out, s
 
 // Keys are below 2^(bits-1) after the sign is cleared, so signed compares
 // against lo - 1 are exact: key > lo - 1 <=> key >= lo (lo = 0 gives -1).
-__attribute__((target("avx2,bmi,popcnt"))) size_t collect_avx2_32(const uint32_t *x, size_t n,
-                                                                   uint32_t lo, uint32_t *out,
-                                                                   size_t cap) {
+__attribute__((target("avx2,bmi,popcnt"))) size_t collect_avx2_32(const uint32_t *x, size_t n, uint32_t lo,
+                                                                  uint32_t *out, size_t cap) {
     const __m256i mask = _mm256_set1_epi32(0x7fffffff);
     const __m256i t = _mm256_set1_epi32(int32_t(lo) - 1);
     size_t c = 0, i = 0;
@@ -55,9 +54,8 @@ __attribute__((target("avx2,bmi,popcnt"))) size_t collect_avx2_32(const uint32_t
     return collect_scalar(x, i, n, lo, out, c, cap);
 }
 
-__attribute__((target("avx2,bmi,popcnt"))) size_t collect_avx2_64(const uint64_t *x, size_t n,
-                                                                   uint64_t lo, uint32_t *out,
-                                                                   size_t cap) {
+__attribute__((target("avx2,bmi,popcnt"))) size_t collect_avx2_64(const uint64_t *x, size_t n, uint64_t lo,
+                                                                  uint32_t *out, size_t cap) {
     const __m256i mask = _mm256_set1_epi64x(0x7fffffffffffffffll);
     const __m256i t = _mm256_set1_epi64x(int64_t(lo) - 1);
     size_t c = 0, i = 0;
@@ -105,8 +103,8 @@ __attribute__((target("avx512f"))) size_t collect_avx512_32(const uint32_t *x, s
             c += size_t(__builtin_popcount(b));
             _mm512_mask_compressstoreu_epi32(out + c, cc, _mm512_add_epi32(base, _mm512_slli_epi32(step, 1)));
             c += size_t(__builtin_popcount(cc));
-            _mm512_mask_compressstoreu_epi32(out + c, d,
-                                             _mm512_add_epi32(base, _mm512_mullo_epi32(step, _mm512_set1_epi32(3))));
+            _mm512_mask_compressstoreu_epi32(
+                out + c, d, _mm512_add_epi32(base, _mm512_mullo_epi32(step, _mm512_set1_epi32(3))));
             c += size_t(__builtin_popcount(d));
             if (c > cap) return c;
         }
@@ -184,10 +182,19 @@ size_t collect(const uint16_t *x, size_t n, uint16_t lo, uint32_t *out, size_t c
 bool collect_use_isa(const char *name) {
     const std::string_view n = name ? name : "";
 #if defined(__x86_64__)
-    if (n == "avx512" && kBestIsa == Isa::Avx512) { kIsa = Isa::Avx512; return true; }
-    if (n == "avx2" && kBestIsa != Isa::Scalar) { kIsa = Isa::Avx2; return true; }
+    if (n == "avx512" && kBestIsa == Isa::Avx512) {
+        kIsa = Isa::Avx512;
+        return true;
+    }
+    if (n == "avx2" && kBestIsa != Isa::Scalar) {
+        kIsa = Isa::Avx2;
+        return true;
+    }
 #endif
-    if (n == "scalar") { kIsa = Isa::Scalar; return true; }
+    if (n == "scalar") {
+        kIsa = Isa::Scalar;
+        return true;
+    }
     return false;
 }
 

@@ -12,7 +12,9 @@
 namespace terse_topk {
 
 template <typename U>
-constexpr U abs_mask() { return static_cast<U>(static_cast<U>(~U(0)) >> 1); }  // no int promotion
+constexpr U abs_mask() {
+    return static_cast<U>(static_cast<U>(~U(0)) >> 1);
+}  // no int promotion
 
 // Key of the first Inf of each dtype (exponent all ones, mantissa zero).
 inline uint64_t inf_key(terse_dtype_t dt) {
@@ -49,7 +51,10 @@ TERSE_HD inline float half_to_float(uint16_t h) {
         bits = sign;
     } else {  // subnormal half: normalise
         exp = 113;
-        while (!(man & 0x400u)) { man <<= 1; exp--; }
+        while (!(man & 0x400u)) {
+            man <<= 1;
+            exp--;
+        }
         bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
     }
     float f;
@@ -65,8 +70,8 @@ TERSE_HD inline uint16_t float_to_half(float f) {
     if (ax >= 0x7f800000u)  // Inf or NaN (NaN keeps a quiet payload bit)
         return uint16_t(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
     if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: overflow
-    if (ax < 0x38800000u) {  // below the smallest normal half: subnormal or zero
-        if (ax < 0x33000000u) return sign;  // < 2^-25 rounds to zero
+    if (ax < 0x38800000u) {                                  // below the smallest normal half: subnormal or zero
+        if (ax < 0x33000000u) return sign;                   // < 2^-25 rounds to zero
         const uint32_t man = (ax & 0x7fffffu) | 0x800000u;
         const uint32_t shift = 126u - (ax >> 23);  // 14..24
         uint32_t h = man >> shift;

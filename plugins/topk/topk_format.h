@@ -39,15 +39,23 @@ struct Header {
 };
 
 inline void put_u32(uint8_t *p, uint32_t v) {
-    p[0] = uint8_t(v); p[1] = uint8_t(v >> 8); p[2] = uint8_t(v >> 16); p[3] = uint8_t(v >> 24);
+    p[0] = uint8_t(v);
+    p[1] = uint8_t(v >> 8);
+    p[2] = uint8_t(v >> 16);
+    p[3] = uint8_t(v >> 24);
 }
 inline uint32_t get_u32(const uint8_t *p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
 inline void write_header(uint8_t *p, const Header &h) {
-    p[0] = h.version; p[1] = h.dtype; p[2] = h.coding; p[3] = h.reserved;
-    put_u32(p + 4, h.k); put_u32(p + 8, h.count); put_u32(p + 12, h.index_bytes);
+    p[0] = h.version;
+    p[1] = h.dtype;
+    p[2] = h.coding;
+    p[3] = h.reserved;
+    put_u32(p + 4, h.k);
+    put_u32(p + 8, h.count);
+    put_u32(p + 12, h.index_bytes);
 }
 
 inline Header read_header(const uint8_t *p) {

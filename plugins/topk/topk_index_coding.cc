@@ -3,9 +3,7 @@
 namespace terse_topk {
 namespace {
 
-inline uint32_t gap_at(const uint32_t *idx, size_t j) {
-    return j == 0 ? idx[0] : idx[j] - idx[j - 1] - 1;
-}
+inline uint32_t gap_at(const uint32_t *idx, size_t j) { return j == 0 ? idx[0] : idx[j] - idx[j - 1] - 1; }
 
 inline unsigned bit_width(uint32_t v) { return v == 0 ? 0 : 32u - unsigned(__builtin_clz(v)); }
 
@@ -21,8 +19,7 @@ size_t varint_size(const uint32_t *idx, size_t k) {
     size_t bytes = 0;
     for (size_t j = 0; j < k; j++) {
         const uint32_t gap = gap_at(idx, j);
-        bytes += 1 + (gap >= (1u << 7)) + (gap >= (1u << 14)) + (gap >= (1u << 21)) +
-                 (gap >= (1u << 28));
+        bytes += 1 + (gap >= (1u << 7)) + (gap >= (1u << 14)) + (gap >= (1u << 21)) + (gap >= (1u << 28));
     }
     return bytes;
 }

@@ -40,38 +40,41 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
     for (size_t i = 0; i < nkv; i++) {
         const std::string key = kv[i].key ? kv[i].key : "";
         const char *value = kv[i].value ? kv[i].value : "";
-        bool *seen = key == "ratio" ? &have_ratio : key == "k" ? &have_k
-                   : key == "select" ? &have_select : nullptr;
-        if (!seen)
-            return fail(err, errlen, "unknown parameter '" + key + "' (accepted: " + kParamsHelp + ")");
+        bool *seen = key == "ratio"    ? &have_ratio
+                     : key == "k"      ? &have_k
+                     : key == "select" ? &have_select
+                                       : nullptr;
+        if (!seen) return fail(err, errlen, "unknown parameter '" + key + "' (accepted: " + kParamsHelp + ")");
         if (*seen) return fail(err, errlen, "parameter '" + key + "' given twice");
         *seen = true;
         if (key == "ratio") {
             double r;
             if (!parse_double(value, &r))
-                return fail(err, errlen, "ratio=" + std::string(value) +
-                                             " is not a number (accepted: 0 < ratio <= 1)");
+                return fail(err, errlen,
+                            "ratio=" + std::string(value) + " is not a number (accepted: 0 < ratio <= 1)");
             if (!(r > 0.0 && r <= 1.0))
-                return fail(err, errlen, "ratio=" + std::string(value) +
-                                             " is out of range (accepted: 0 < ratio <= 1)");
+                return fail(err, errlen,
+                            "ratio=" + std::string(value) + " is out of range (accepted: 0 < ratio <= 1)");
             p.ratio = r;
         } else if (key == "k") {
             uint64_t k;
             if (!parse_u64(value, &k) || k < 1 || k > UINT32_MAX)
-                return fail(err, errlen, "k=" + std::string(value) +
-                                             " is out of range (accepted: integer 1 <= k <= 4294967295)");
+                return fail(
+                    err, errlen,
+                    "k=" + std::string(value) + " is out of range (accepted: integer 1 <= k <= 4294967295)");
             p.k = k;
         } else {
             if (std::strcmp(value, "exact") == 0) p.method = Method::Exact;
             else if (std::strcmp(value, "sampled") == 0) p.method = Method::Sampled;
             else
-                return fail(err, errlen, "select=" + std::string(value) +
-                                             " is not accepted (accepted: exact, sampled)");
+                return fail(err, errlen,
+                            "select=" + std::string(value) + " is not accepted (accepted: exact, sampled)");
         }
     }
     if (have_ratio && have_k)
-        return fail(err, errlen, "ratio= and k= both given; give one of them (ratio: fraction kept "
-                                 "per chunk, k: elements kept per chunk)");
+        return fail(err, errlen,
+                    "ratio= and k= both given; give one of them (ratio: fraction kept "
+                    "per chunk, k: elements kept per chunk)");
     *out = p;
     return TERSE_CODEC_OK;
 }

@@ -22,7 +22,9 @@ constexpr size_t kSampleStride = 1024;
 constexpr size_t kMinSampledCount = 8192;
 
 template <typename U>
-constexpr unsigned key_bits() { return unsigned(sizeof(U) * 8 - 1); }
+constexpr unsigned key_bits() {
+    return unsigned(sizeof(U) * 8 - 1);
+}
 
 // Deterministic position of the run inside each stride block (splitmix-
 // style mix), so periodic data cannot alias with the sample.
@@ -115,8 +117,8 @@ SelectResult select_exact(const U *x, size_t n, size_t k, U inf_key, SelectWork 
         if ((key >> shift) == b) w.keys[m++] = key;
     }
     size_t ties = 0;
-    const U t = radix_refine<U>(w.keys.data(), m, k - above, shift,
-                                m < 65536 ? kSmallRadixBits : kRadixBits, w.hist, &ties);
+    const U t = radix_refine<U>(w.keys.data(), m, k - above, shift, m < 65536 ? kSmallRadixBits : kRadixBits,
+                                w.hist, &ties);
     emit(x, w.cand.data(), c, t, ties, out);
     if (stats) stats->candidates = c;
     return SelectResult::Ok;
@@ -189,11 +191,11 @@ SelectResult select_topk(const U *x, size_t n, size_t k, U inf_key, Method metho
     return select_exact(x, n, k, inf_key, work, out, stats);
 }
 
-template SelectResult select_topk<uint16_t>(const uint16_t *, size_t, size_t, uint16_t, Method,
-                                            SelectWork &, uint32_t *, SelectStats *);
-template SelectResult select_topk<uint32_t>(const uint32_t *, size_t, size_t, uint32_t, Method,
-                                            SelectWork &, uint32_t *, SelectStats *);
-template SelectResult select_topk<uint64_t>(const uint64_t *, size_t, size_t, uint64_t, Method,
-                                            SelectWork &, uint32_t *, SelectStats *);
+template SelectResult select_topk<uint16_t>(const uint16_t *, size_t, size_t, uint16_t, Method, SelectWork &,
+                                            uint32_t *, SelectStats *);
+template SelectResult select_topk<uint32_t>(const uint32_t *, size_t, size_t, uint32_t, Method, SelectWork &,
+                                            uint32_t *, SelectStats *);
+template SelectResult select_topk<uint64_t>(const uint64_t *, size_t, size_t, uint64_t, Method, SelectWork &,
+                                            uint32_t *, SelectStats *);
 
 }  // namespace terse_topk

@@ -54,7 +54,7 @@ struct Instance {
     uint64_t mode_param = 0;  // as stored in the header
     zfp_stream *zs = nullptr;
     zfp_field *field = nullptr;
-    std::vector<unsigned char> scratch;  // decoded values for accumulate
+    std::vector<unsigned char> scratch;      // decoded values for accumulate
     std::vector<unsigned char> stream_copy;  // zero-padded stream, variable modes
 
     ~Instance() {
@@ -76,10 +76,22 @@ void message(char *err, size_t errlen, const char *text) {
     if (err && errlen) snprintf(err, errlen, "%s", text);
 }
 
-void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = uint8_t(v >> (8 * i)); }
-void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = uint8_t(v >> (8 * i)); }
-uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 0; i < 4; i++) v |= uint32_t(p[i]) << (8 * i); return v; }
-uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 0; i < 8; i++) v |= uint64_t(p[i]) << (8 * i); return v; }
+void put_u32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = uint8_t(v >> (8 * i));
+}
+void put_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = uint8_t(v >> (8 * i));
+}
+uint32_t get_u32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= uint32_t(p[i]) << (8 * i);
+    return v;
+}
+uint64_t get_u64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= uint64_t(p[i]) << (8 * i);
+    return v;
+}
 
 size_t zfp_max_bytes(Instance *in, size_t count) {
     zfp_field_set_size_1d(in->field, count);
@@ -160,8 +172,7 @@ int encode_t(Instance *in, const void *src, size_t n, uint8_t *dst, size_t cap, 
     // zfp works with ~mantissa-width integers relative to each block's
     // largest exponent; below that resolution it cannot honour a tolerance,
     // and only a raw chunk keeps the promise.
-    if (in->params.mode == Mode::Accuracy &&
-        m > in->params.accuracy * (sizeof(T) == 4 ? 0x1.0p23 : 0x1.0p52))
+    if (in->params.mode == Mode::Accuracy && m > in->params.accuracy * (sizeof(T) == 4 ? 0x1.0p23 : 0x1.0p52))
         return TERSE_CODEC_RAW;
     if (cap < kHeaderSize + zmax) return TERSE_CODEC_ERR_NOSPACE;
 
@@ -267,8 +278,8 @@ static int zfp_create(const void *params, const terse_codec_setup_t *setup, void
     }
     if (setup->dtype == TERSE_DTYPE_FLOAT32 && p.mode == Mode::Rate && p.rate > 32) {
         if (err && errlen)
-            snprintf(err, errlen, "rate=%g is out of range for float32 (accepted: 1 <= rate <= 32, bits per value)",
-                     p.rate);
+            snprintf(err, errlen,
+                     "rate=%g is out of range for float32 (accepted: 1 <= rate <= 32, bits per value)", p.rate);
         return TERSE_CODEC_ERR_PARAM;
     }
     try {
@@ -302,8 +313,8 @@ static size_t zfp_max_encoded_size(void *instance, size_t count) {
     return kHeaderSize + zfp_max_bytes(static_cast<Instance *>(instance), count);
 }
 
-static int zfp_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap,
-                      size_t *dst_len, const terse_codec_call_t *) {
+static int zfp_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
+                      const terse_codec_call_t *) {
     auto *in = static_cast<Instance *>(instance);
     if (count > in->max_count) return TERSE_CODEC_ERR_INTERNAL;  // the engine promised max_chunk_count
     auto *d = static_cast<uint8_t *>(dst);

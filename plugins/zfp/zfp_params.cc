@@ -42,28 +42,38 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
             if (value == "rate") p.mode = Mode::Rate;
             else if (value == "accuracy") p.mode = Mode::Accuracy;
             else if (value == "precision") p.mode = Mode::Precision;
-            else return fail(err, errlen, "mode=" + value + " is not accepted (accepted: rate, accuracy, precision)");
+            else
+                return fail(err, errlen,
+                            "mode=" + value + " is not accepted (accepted: rate, accuracy, precision)");
         } else if (key == "rate") {
             if (have[0]) return fail(err, errlen, "parameter 'rate' given twice");
             have[0] = true;
             double r;
             if (!parse_double(value.c_str(), &r))
-                return fail(err, errlen, "rate=" + value + " is not a number (accepted: 1 <= rate <= 32 for "
-                                         "float32, 1 <= rate <= 64 for float64, bits per value)");
+                return fail(err, errlen,
+                            "rate=" + value +
+                                " is not a number (accepted: 1 <= rate <= 32 for "
+                                "float32, 1 <= rate <= 64 for float64, bits per value)");
             if (!(r >= 1.0 && r <= 64.0))
-                return fail(err, errlen, "rate=" + value + " is out of range (accepted: 1 <= rate <= 32 for "
-                                         "float32, 1 <= rate <= 64 for float64, bits per value)");
+                return fail(err, errlen,
+                            "rate=" + value +
+                                " is out of range (accepted: 1 <= rate <= 32 for "
+                                "float32, 1 <= rate <= 64 for float64, bits per value)");
             p.rate = r;
         } else if (key == "accuracy") {
             if (have[1]) return fail(err, errlen, "parameter 'accuracy' given twice");
             have[1] = true;
             double a;
             if (!parse_double(value.c_str(), &a))
-                return fail(err, errlen, "accuracy=" + value + " is not a number (accepted: absolute error "
-                                         "tolerance > 0)");
+                return fail(err, errlen,
+                            "accuracy=" + value +
+                                " is not a number (accepted: absolute error "
+                                "tolerance > 0)");
             if (!(a > 0.0))
-                return fail(err, errlen, "accuracy=" + value + " is out of range (accepted: absolute error "
-                                         "tolerance > 0)");
+                return fail(err, errlen,
+                            "accuracy=" + value +
+                                " is out of range (accepted: absolute error "
+                                "tolerance > 0)");
             p.accuracy = a;
         } else if (key == "precision") {
             if (have[2]) return fail(err, errlen, "parameter 'precision' given twice");
@@ -72,8 +82,10 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
             const char *b = value.c_str(), *e = b + value.size();
             auto [ptr, ec] = std::from_chars(b, e, v, 10);
             if (value.empty() || ec != std::errc() || ptr != e || v < 1 || v > 64)
-                return fail(err, errlen, "precision=" + value + " is out of range (accepted: integer 1 <= "
-                                         "precision <= 64, bit planes)");
+                return fail(err, errlen,
+                            "precision=" + value +
+                                " is out of range (accepted: integer 1 <= "
+                                "precision <= 64, bit planes)");
             p.precision = v;
         } else {
             return fail(err, errlen, "unknown parameter '" + key + "' (accepted: " + kParamsHelp + ")");
@@ -82,16 +94,17 @@ int parse_params(const terse_codec_kv_t *kv, size_t nkv, Params *out, char *err,
     const int given = int(have[0]) + int(have[1]) + int(have[2]);
     if (!have_mode) {
         if (given > 1)
-            return fail(err, errlen, "rate=, accuracy= and precision= select different modes; give one "
-                                     "of them (or mode= with its own key)");
+            return fail(err, errlen,
+                        "rate=, accuracy= and precision= select different modes; give one "
+                        "of them (or mode= with its own key)");
         p.mode = have[1] ? Mode::Accuracy : have[2] ? Mode::Precision : Mode::Rate;
     } else {
         static const char *keys[3] = {"rate", "accuracy", "precision"};
         for (int m = 0; m < 3; m++)
             if (have[m] && Mode(m) != p.mode)
-                return fail(err, errlen, std::string(keys[m]) + "= does not apply to mode=" + mode_name(p.mode) +
-                                             " (mode=" + mode_name(p.mode) + " takes " +
-                                             keys[int(p.mode)] + "=)");
+                return fail(err, errlen,
+                            std::string(keys[m]) + "= does not apply to mode=" + mode_name(p.mode) +
+                                " (mode=" + mode_name(p.mode) + " takes " + keys[int(p.mode)] + "=)");
         if (p.mode == Mode::Accuracy && !have[1])
             return fail(err, errlen, "mode=accuracy needs accuracy=<absolute error tolerance > 0>");
         if (p.mode == Mode::Precision && !have[2])

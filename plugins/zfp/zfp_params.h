@@ -15,9 +15,9 @@ enum class Mode : uint8_t { Rate = 0, Accuracy = 1, Precision = 2 };
 
 struct Params {
     Mode mode = Mode::Rate;
-    double rate = 8;        // bits per value, 1..64 (1..32 for float32: checked at create)
-    double accuracy = 0;    // absolute error tolerance per encode, > 0
-    unsigned precision = 0; // 1..64 bit planes
+    double rate = 8;         // bits per value, 1..64 (1..32 for float32: checked at create)
+    double accuracy = 0;     // absolute error tolerance per encode, > 0
+    unsigned precision = 0;  // 1..64 bit planes
 };
 
 constexpr const char *kParamsHelp =

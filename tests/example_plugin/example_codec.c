@@ -30,8 +30,7 @@ static const char kParamsHelp[] = "rounding=nearest|zero (default nearest)";
 
 /* Unknown keys and bad values are errors with a message naming the key, the
  * value and what is accepted: the user sees this text verbatim. */
-static int example_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err,
-                         size_t errlen) {
+static int example_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err, size_t errlen) {
     example_params_t p = {ROUND_NEAREST};
     for (size_t i = 0; i < nkv; i++) {
         if (strcmp(kv[i].key, "rounding") == 0) {
@@ -40,8 +39,7 @@ static int example_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, 
             } else if (strcmp(kv[i].value, "zero") == 0) {
                 p.rounding = ROUND_ZERO;
             } else {
-                snprintf(err, errlen, "invalid value '%s' for rounding (accepted: nearest, zero)",
-                         kv[i].value);
+                snprintf(err, errlen, "invalid value '%s' for rounding (accepted: nearest, zero)", kv[i].value);
                 return TERSE_CODEC_ERR_PARAM;
             }
         } else {
@@ -68,8 +66,8 @@ static size_t example_params_string(const void *params, char *buf, size_t buflen
 
 /* ------------------------------------------------------------ instances */
 
-static int example_create(const void *params, const terse_codec_setup_t *setup, void **instance,
-                          char *err, size_t errlen) {
+static int example_create(const void *params, const terse_codec_setup_t *setup, void **instance, char *err,
+                          size_t errlen) {
     if (setup->dtype != TERSE_DTYPE_FLOAT32 || setup->mem_kind != TERSE_MEM_HOST) {
         snprintf(err, errlen, "example handles float32 in host memory only");
         return TERSE_CODEC_ERR_UNSUPPORTED;
@@ -174,10 +172,8 @@ static const terse_codec_descriptor_t kDescriptor = {
     .stats = NULL,
     .encode = example_encode,
     .decode = example_decode,
-    .combine = NULL,     /* SUMMABLE codecs only */
+    .combine = NULL, /* SUMMABLE codecs only */
     .reserved = {NULL},
 };
 
-TERSE_CODEC_EXPORT const terse_codec_descriptor_t *terse_codec_entry_v1(void) {
-    return &kDescriptor;
-}
+TERSE_CODEC_EXPORT const terse_codec_descriptor_t *terse_codec_entry_v1(void) { return &kDescriptor; }

@@ -34,17 +34,15 @@ static int bad_stats(void *, const void *, size_t, double *out, const terse_code
     out[0] = 0;
     return TERSE_CODEC_OK;
 }
-static int bad_encode(void *, const void *, size_t, void *, size_t, size_t *len,
-                      const terse_codec_call_t *) {
+static int bad_encode(void *, const void *, size_t, void *, size_t, size_t *len, const terse_codec_call_t *) {
     *len = 0;
     return TERSE_CODEC_OK;
 }
-static int bad_decode(void *, const void *, size_t, void *, size_t, int, terse_op_t,
-                      const terse_codec_call_t *) {
+static int bad_decode(void *, const void *, size_t, void *, size_t, int, terse_op_t, const terse_codec_call_t *) {
     return TERSE_CODEC_OK;
 }
-static int bad_combine(void *, const void *, size_t, int, const void *, size_t, int, size_t, void *,
-                       size_t, size_t *len, const terse_codec_call_t *) {
+static int bad_combine(void *, const void *, size_t, int, const void *, size_t, int, size_t, void *, size_t,
+                       size_t *len, const terse_codec_call_t *) {
     *len = 0;
     return TERSE_CODEC_OK;
 }
@@ -109,9 +107,7 @@ const terse_codec_descriptor_t kDesc = make();
 
 #if defined(BAD_NO_ENTRY)
 // Exports something, just not the entry point.
-extern "C" TERSE_CODEC_EXPORT const terse_codec_descriptor_t *terse_codec_entry_v0(void) {
-    return &kDesc;
-}
+extern "C" TERSE_CODEC_EXPORT const terse_codec_descriptor_t *terse_codec_entry_v0(void) { return &kDesc; }
 #else
 extern "C" TERSE_CODEC_EXPORT const terse_codec_descriptor_t *terse_codec_entry_v1(void) {
 #if defined(BAD_NULL_ENTRY)

@@ -22,8 +22,7 @@ int g_live_params = 0;     // parse/free balance, read by the test via the descr
 int g_live_instances = 0;  // create/destroy balance
 
 extern "C" {
-static int tc_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err,
-                    size_t errlen) {
+static int tc_parse(const terse_codec_kv_t *kv, size_t nkv, void **params, char *err, size_t errlen) {
     *params = nullptr;
     Params p;
     for (size_t i = 0; i < nkv; i++) {
@@ -52,8 +51,7 @@ static size_t tc_params_string(const void *p, char *buf, size_t n) {
     int len = snprintf(buf, n, "limit=%ld", static_cast<const Params *>(p)->limit);
     return len < 0 ? 0 : static_cast<size_t>(len);
 }
-static int tc_create(const void *p, const terse_codec_setup_t *setup, void **inst, char *err,
-                     size_t errlen) {
+static int tc_create(const void *p, const terse_codec_setup_t *setup, void **inst, char *err, size_t errlen) {
     const long limit = static_cast<const Params *>(p)->limit;
     if (setup->nranks > limit) {
         snprintf(err, errlen, "%d ranks exceed limit=%ld", setup->nranks, limit);
@@ -68,13 +66,11 @@ static void tc_destroy(void *inst) {
     g_live_instances--;
 }
 static size_t tc_max_encoded_size(void *, size_t count) { return count * 4; }
-static int tc_encode(void *, const void *, size_t, void *, size_t, size_t *len,
-                     const terse_codec_call_t *) {
+static int tc_encode(void *, const void *, size_t, void *, size_t, size_t *len, const terse_codec_call_t *) {
     *len = 0;
     return TERSE_CODEC_RAW;
 }
-static int tc_decode(void *, const void *, size_t, void *, size_t, int, terse_op_t,
-                     const terse_codec_call_t *) {
+static int tc_decode(void *, const void *, size_t, void *, size_t, int, terse_op_t, const terse_codec_call_t *) {
     return TERSE_CODEC_ERR_CORRUPT;
 }
 
@@ -110,6 +106,4 @@ const terse_codec_descriptor_t kDesc = make();
 
 }  // namespace
 
-extern "C" TERSE_CODEC_EXPORT const terse_codec_descriptor_t *terse_codec_entry_v1(void) {
-    return &kDesc;
-}
+extern "C" TERSE_CODEC_EXPORT const terse_codec_descriptor_t *terse_codec_entry_v1(void) { return &kDesc; }

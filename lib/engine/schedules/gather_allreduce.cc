@@ -160,7 +160,8 @@ private:
 
 }  // namespace
 
-OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan) {
+OpBase *make_gather_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                       const Plan &plan) {
     return op_new<GatherOp>(mem, env, args, plan);
 }
 

@@ -129,7 +129,8 @@ Status MessageStream::progress(bool *done) {
                     break;
                 }
             if (__builtin_expect(engine_take_corruption(), 0)) frame_spoil_check(const_cast<uint8_t *>(f.data));
-            Status st = link->isend(p_.right, op_tag(env, env.rank, p_.slot_base + sent_), f.data, f.len, &slot->req);
+            Status st = link->isend(p_.right, op_tag(env, env.rank, p_.slot_base + sent_), f.data, f.len,
+                                    &slot->req);
             if (st != TERSE_OK) {
                 op_->pool().put(f.owned);
                 return st;

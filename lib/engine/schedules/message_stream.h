@@ -46,11 +46,10 @@ public:
         int left = 0, right = 0;  // comm ranks
         size_t nsend = 0, nrecv = 0, primaries = 0;
         int depth = 1;
-        size_t slot_base = 0;     // added to message positions in tags
+        size_t slot_base = 0;  // added to message positions in tags
     };
     // mem: the operation's memory (every structure of the stream lives there).
-    explicit MessageStream(std::pmr::memory_resource *mem)
-        : mem_(mem), rbufs_(mem), queue_(mem), ready_(mem) {}
+    explicit MessageStream(std::pmr::memory_resource *mem) : mem_(mem), rbufs_(mem), queue_(mem), ready_(mem) {}
     ~MessageStream();
     MessageStream(const MessageStream &) = delete;
     MessageStream &operator=(const MessageStream &) = delete;
@@ -75,7 +74,7 @@ private:
     OpArray<SendSlot> sslots_;
     OpArray<LinkRequest> rreqs_;
     OpVector<uint8_t *> rbufs_;
-    OpVector<OutFrame> queue_;   // derived frames, by j - primaries
+    OpVector<OutFrame> queue_;  // derived frames, by j - primaries
     OpVector<uint8_t> ready_;
     size_t posted_ = 0, processed_ = 0, sent_ = 0, inflight_ = 0;
 };

@@ -52,13 +52,15 @@ Status RingOp::begin() {
         if (has_rs_)
             for (int s = 0; s <= n_ - 2; ++s) {
                 int b = mod(r_ - s - 2);
-                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({false, s == n_ - 2, uint32_t(s), uint32_t(b), k});
+                for (size_t k = 0; k < nch(b); ++k)
+                    recvs_.push_back({false, s == n_ - 2, uint32_t(s), uint32_t(b), k});
                 p.nsend += nch(r_ - s - 1);
             }
         if (has_ag_)
             for (int s = 0; s <= n_ - 2; ++s) {
                 int b = mod(r_ - s - 1);
-                for (size_t k = 0; k < nch(b); ++k) recvs_.push_back({true, s == n_ - 2, uint32_t(s), uint32_t(b), k});
+                for (size_t k = 0; k < nch(b); ++k)
+                    recvs_.push_back({true, s == n_ - 2, uint32_t(s), uint32_t(b), k});
                 p.nsend += nch(r_ - s);
             }
     } catch (const std::bad_alloc &) {
@@ -103,7 +105,8 @@ void RingOp::poison_out(uint8_t *buf, size_t n, OutFrame *out) {
 }  // namespace terse
 
 namespace terse {
-OpBase *make_ring_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args, const Plan &plan) {
+OpBase *make_ring_op(std::pmr::memory_resource *mem, const EngineEnv &env, const CollArgs &args,
+                     const Plan &plan) {
     return op_new<RingOp>(mem, env, args, plan);
 }
 }  // namespace terse

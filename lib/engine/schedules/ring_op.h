@@ -60,8 +60,8 @@ private:
     void ag_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out);
 
     void poison_out(uint8_t *buf, size_t n, OutFrame *out);
-    const uint8_t *own(size_t b, size_t k) const;   // own contribution of chunk (b, k)
-    uint8_t *result(size_t b, size_t k) const;      // where the result of chunk (b, k) goes
+    const uint8_t *own(size_t b, size_t k) const;  // own contribution of chunk (b, k)
+    uint8_t *result(size_t b, size_t k) const;     // where the result of chunk (b, k) goes
 
     bool has_rs_ = false, has_ag_ = false;
     ChunkPlan plan_chunks_;

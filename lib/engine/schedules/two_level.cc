@@ -64,7 +64,9 @@ private:
     enum class Stage { NodeReduce, Rail, Agree, NodeGather, Verify, Done };
 
     bool on_rail() const { return tl_.rail_rank >= 0; }
-    uint8_t *shard() const { return static_cast<uint8_t *>(args_.recvbuf) + size_t(displs_[tl_.node_rank]) * esize_; }
+    uint8_t *shard() const {
+        return static_cast<uint8_t *>(args_.recvbuf) + size_t(displs_[tl_.node_rank]) * esize_;
+    }
     size_t shard_count() const { return size_t(counts_[tl_.node_rank]); }
     Status start_rail();
     void finish_rail(Status s);
@@ -85,7 +87,7 @@ private:
     OpHandle sub_;
     Stats rail_stats_;  // what the rail's operation sent, added to the communicator's once
 
-    double flag_ = 0;   // agreement: 0, or 1 + the comm rank of a failure
+    double flag_ = 0;  // agreement: 0, or 1 + the comm rank of a failure
     bool failed_ = false, local_failure_ = false, fatal_ = false;
     Status fail_status_ = TERSE_OK;
     std::string fail_msg_;
@@ -127,9 +129,10 @@ void TwoLevelOp::fail_local(Status s, const char *msg) {
 Status TwoLevelOp::start() {
     inject_ = engine_take_injection();
     if (!on_rail() && (inject_.where == Injection::Start || inject_.where == Injection::Begin)) {
-        fail_local(TERSE_ERR_NO_MEMORY, inject_.where == Injection::Start
-                                            ? "terse: out of memory starting an operation (injected by the test hook)"
-                                            : "terse: out of memory setting up the schedule (injected by the test hook)");
+        fail_local(TERSE_ERR_NO_MEMORY,
+                   inject_.where == Injection::Start
+                       ? "terse: out of memory starting an operation (injected by the test hook)"
+                       : "terse: out of memory setting up the schedule (injected by the test hook)");
         inject_ = Injection{};
     }
     if (!on_rail()) inject_ = Injection{};  // no hops here
