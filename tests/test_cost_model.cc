@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -166,7 +167,9 @@ TEST(Selection, SlowLinkCompressesWhereItPays) {
     EXPECT_FALSE(s.choose(CollKind::Allreduce, 16 << 20, 0).engine);
 }
 
-TEST(Selection, ChoiceIsTheFastestPrediction) {
+TEST(Selection, ChoiceIsTheFastestPredictionThatPays) {
+    // The fastest engine option when it beats the MPI library by the
+    // margin, else the MPI library.
     std::mt19937 rng(7);
     std::uniform_real_distribution<double> u(0, 1);
     for (int trial = 0; trial < 200; ++trial) {
@@ -179,10 +182,15 @@ TEST(Selection, ChoiceIsTheFastestPrediction) {
         const size_t bytes = size_t(1) << (10 + trial % 17);
         const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
         const double chosen = s.predict(o, CollKind::Allreduce, bytes, kAll);
-        std::vector<Option> all = {Option{}};
+        const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+        const double bar = (1.0 - Selector::kSwitchMargin) * mpi;
         for (int c = 0; c < 2; ++c)
-            for (Schedule sc : {Schedule::Ring, Schedule::RecursiveDoubling}) all.push_back(Option{true, c, sc});
-        for (const Option &other : all) EXPECT_LE(chosen, s.predict(other, CollKind::Allreduce, bytes, kAll));
+            for (Schedule sc : {Schedule::Ring, Schedule::RecursiveDoubling}) {
+                const double t = s.predict(Option{true, c, sc}, CollKind::Allreduce, bytes, kAll);
+                if (o.engine) EXPECT_LE(chosen, t);
+                else EXPECT_GE(t, bar);
+            }
+        if (o.engine) EXPECT_LT(chosen, bar);
     }
 }
 
@@ -251,6 +259,53 @@ TEST(Selection, NoFlappingBetweenCloseEngineOptions) {
         if (!(o == last)) ++changes;
         last = o;
     }
+    EXPECT_LE(changes, 2) << s.summary("");
+}
+
+// A selector whose MPI library is predicted `gap` times the lossless
+// ring's time at `bytes` (the MPI curve scaled; the engine's model kept).
+Selector with_mpi_gap(double gap, size_t bytes) {
+    CostInputs in = slow_link(2);
+    Selector probe(in, {identity()});
+    const double ring = probe.predict(Option{true, 0, Schedule::Ring}, CollKind::Allreduce, bytes, kAll);
+    const double engine = std::min(
+        ring, probe.predict(Option{true, 0, Schedule::RecursiveDoubling}, CollKind::Allreduce, bytes, kAll));
+    const double mpi = probe.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    for (int i = 0; i < in.pmpi.points; ++i) in.pmpi.seconds[i] *= gap * engine / mpi;
+    return Selector(in, {identity()});
+}
+
+TEST(Selection, EngineTakenOnlyWhenItPaysTheMargin) {
+    // Predicted 5% faster than the MPI library: within noise, the MPI
+    // library keeps the call; 20% faster: the engine takes it.
+    const size_t bytes = 4 << 20;
+    Selector close = with_mpi_gap(1.05, bytes);
+    EXPECT_FALSE(close.choose(CollKind::Allreduce, bytes, kAll).engine);
+    Selector clear = with_mpi_gap(1.25, bytes);
+    EXPECT_TRUE(clear.choose(CollKind::Allreduce, bytes, kAll).engine);
+}
+
+TEST(Selection, EngineLeftWhenTheMpiLibraryIsNoSlower) {
+    // Chosen on the model's promise, the engine then measures 2% slower
+    // than the MPI library: the class goes to the MPI library within a few
+    // calls (not after a 10% gap) and stays there.
+    const size_t bytes = 4 << 20;
+    Selector s = with_mpi_gap(1.5, bytes);
+    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+    ASSERT_TRUE(o.engine);
+    int engine_calls = 0, changes = 0;
+    for (int call = 0; call < 200; ++call) {
+        if (o.engine) {
+            ++engine_calls;
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{1.02 * mpi, 0, 1});
+        }
+        const Option next = s.choose(CollKind::Allreduce, bytes, kAll);
+        if (!(next == o)) ++changes;
+        o = next;
+    }
+    EXPECT_FALSE(o.engine);
+    EXPECT_LE(engine_calls, 4);
     EXPECT_LE(changes, 2) << s.summary("");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <tuple>
 
@@ -176,11 +177,12 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             if (s.schedule == o.schedule) return s.serves(kind, codecs_[o.codec]);
         return false;
     };
-    // Ties go to the earlier option: the MPI library first.
+    // The MPI library, then the fastest engine option (ties to the earlier).
+    const double mpi_t = predict_in(&c, all_[0], kind, bytes);
     int best = 0;
-    double best_t = predict_in(&c, all_[0], kind, bytes);
-    bool current_allowed = false;
-    for (size_t i = 0; i < all_.size(); ++i) {
+    double best_t = INFINITY;
+    bool current_allowed = c.decided && !c.choice.engine;
+    for (size_t i = 1; i < all_.size(); ++i) {
         if (!allowed(all_[i])) continue;
         if (c.decided && all_[i] == c.choice) current_allowed = true;
         const double t = predict_in(&c, all_[i], kind, bytes);
@@ -189,9 +191,27 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             best = int(i);
         }
     }
+    // Never slower than the MPI library: the engine is taken only when it
+    // is predicted kSwitchMargin faster, and left as soon as the MPI
+    // library is predicted no slower than the option running.  The margin
+    // is asymmetric on purpose: a prediction within noise of the MPI
+    // library's goes to the MPI library, and the gap between the two
+    // thresholds keeps a class from alternating.
+    const bool engine_pays = best > 0 && best_t < (1.0 - kSwitchMargin) * mpi_t;
     bool move = !c.decided || !current_allowed;
-    if (!move && !(all_[best] == c.choice))
-        move = best_t < (1.0 - kSwitchMargin) * predict_in(&c, c.choice, kind, bytes);
+    if (move) {
+        if (!engine_pays) best = 0;
+    } else if (!c.choice.engine) {
+        move = engine_pays;
+    } else {
+        const double current_t = predict_in(&c, c.choice, kind, bytes);
+        if (mpi_t <= current_t) {  // to the MPI library, or to an engine option that pays
+            if (!engine_pays) best = 0;
+            move = true;
+        } else {
+            move = !(all_[best] == c.choice) && best_t < (1.0 - kSwitchMargin) * current_t;
+        }
+    }
     if (move) {
         const bool was = c.decided;
         if (was) c.changes++;

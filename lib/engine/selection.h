@@ -11,9 +11,13 @@
 // and makes the same choice, call after call.  Local clocks feed only what
 // TERSE_STATS prints (note_local_time).
 //
-// Hysteresis: a size class keeps its choice until another option is
-// predicted at least kSwitchMargin faster, so noise in the measurements
-// cannot make it flap between two options on alternate calls.
+// Never slower, with hysteresis: the engine is chosen over the MPI library
+// only when predicted at least kSwitchMargin faster, and given up as soon
+// as the MPI library is predicted no slower than the option running; among
+// engine options a class keeps its choice until another is predicted
+// kSwitchMargin faster.  So noise in the measurements cannot make a class
+// flap between two options on alternate calls, and an engine option close
+// to the MPI library's time is not kept on a bet.
 //
 // Extension points: the options are the product of codecs() and
 // schedules(): a new schedule is one ScheduleModel row (its cost and the
@@ -70,7 +74,7 @@ struct Option {
 
 class Selector {
 public:
-    static constexpr double kSwitchMargin = 0.10;  // hysteresis: 10% predicted gain to switch
+    static constexpr double kSwitchMargin = 0.10;  // 10% predicted gain to take the engine or switch in it
     static constexpr uint64_t kProbeEvery = 8;     // engine chosen: every 8th call re-measures MPI
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
 
