@@ -21,6 +21,38 @@ double dtype_epsilon(terse_dtype_t dt) {
     }
 }
 
+// Largest magnitude, largest and smallest finite element: a loop per type,
+// so that a checked call does not pay a type switch per element.
+struct Extent {
+    double max_abs = 0, hi = -INFINITY, lo = INFINITY;
+    void add(double x) {
+        if (!std::isfinite(x)) return;  // chunks holding them travel raw, exactly
+        // Plain comparisons (x is finite): std::fmax is a library call.
+        const double a = std::fabs(x);
+        max_abs = a > max_abs ? a : max_abs;
+        hi = x > hi ? x : hi;
+        lo = x < lo ? x : lo;
+    }
+};
+
+template <class T>
+Extent extent_of(const T *x, size_t n) {
+    Extent e;
+    for (size_t i = 0; i < n; ++i) e.add(double(x[i]));
+    return e;
+}
+
+Extent extent_of(terse_dtype_t dt, const void *x, size_t n) {
+    switch (dt) {
+    case TERSE_DTYPE_FLOAT32: return extent_of(static_cast<const float *>(x), n);
+    case TERSE_DTYPE_FLOAT64: return extent_of(static_cast<const double *>(x), n);
+    default: break;
+    }
+    Extent e;
+    for (size_t i = 0; i < n; ++i) e.add(element_as_double(dt, x, i));
+    return e;
+}
+
 }  // namespace
 
 bool GuardState::decidable(const ErrorBudget &budget, const terse_codec_descriptor_t *desc, const void *params,
@@ -40,17 +72,10 @@ GuardCheck::~GuardCheck() {
 Status GuardCheck::start(const void *input, size_t count, terse_dtype_t dtype) {
     dtype_ = dtype;
     count_ = count;
-    double max_abs = 0, hi = -INFINITY, lo = INFINITY;
-    for (size_t i = 0; i < count; ++i) {
-        const double x = element_as_double(dtype, input, i);
-        if (!std::isfinite(x)) continue;  // chunks holding them travel raw, exactly
-        max_abs = std::fmax(max_abs, std::fabs(x));
-        hi = std::fmax(hi, x);
-        lo = std::fmin(lo, x);
-    }
-    agreed_[0] = max_abs;
-    agreed_[1] = hi;
-    agreed_[2] = -lo;
+    const Extent e = extent_of(dtype, input, count);
+    agreed_[0] = e.max_abs;
+    agreed_[1] = e.hi;
+    agreed_[2] = -e.lo;
     return control_->iallreduce(agreed_, agreed_, 3, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &req_);
 }
 

@@ -36,6 +36,11 @@ public:
     Status start(const void *input, size_t count, terse_dtype_t dtype, terse_op_t op, void *spare);
     // Whether start() posted the control allreduce (then every rank did).
     bool posted() const { return req_.active; }
+    // Whether the exact result is in, and how it went.  May be called as
+    // often as wanted (the outcome is kept once complete): the operation
+    // calls it while its own schedule runs, because the MPI library moves a
+    // non-blocking collective only inside MPI calls, and would otherwise
+    // start the exact allreduce only when terse's result is done.
     bool test(Status *status);
     // Compare result (count elements of dtype) with the exact one.
     void record(const void *result, Stats *stats) const;
@@ -55,6 +60,8 @@ private:
     terse_dtype_t wire_dtype_ = TERSE_DTYPE_FLOAT32;
     size_t count_ = 0;
     ControlRequest req_;
+    bool complete_ = false;
+    Status status_ = TERSE_OK;
 };
 
 }  // namespace terse
