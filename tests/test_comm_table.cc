@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <memory>
+#include <chrono>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -132,7 +133,13 @@ TEST(CommTable, ConcurrentLookupsNeverSeeAnotherState) {
     // with another state as a new communicator on a reused handle has.
     std::vector<CommState *> current;
     for (size_t k : wkeys) current.push_back(state(k));
-    for (size_t round = 0; round < 50000; ++round) {
+    // At least 50000 rounds, and on a loaded machine until the readers have
+    // looked up many times while the writer ran (a test that never
+    // overlapped them would prove nothing): at most 20 s.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    auto overlapped = [&] { return hits.load() + misses.load() >= 1000 * readers; };
+    for (size_t round = 0; round < 50000 || (!overlapped() && std::chrono::steady_clock::now() < give_up);
+         ++round) {
         const size_t w = round % wkeys.size();
         t->erase(comm(wkeys[w]), current[w]);
         ASSERT_EQ(t->find(comm(wkeys[w])), nullptr);
@@ -143,6 +150,7 @@ TEST(CommTable, ConcurrentLookupsNeverSeeAnotherState) {
     stop = true;
     for (auto &x : th) x.join();
     EXPECT_EQ(wrong.load(), 0u);
+    EXPECT_TRUE(overlapped()) << "the readers barely ran while the writer did";
     EXPECT_GT(hits.load(), 0u);
     for (size_t k : rkeys) EXPECT_EQ(t->find(comm(k)), state(k));
     printf("lookups: %llu found, %llu missed (writer busy), %llu wrong\n", (unsigned long long)hits.load(),
