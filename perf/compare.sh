@@ -47,6 +47,9 @@ Usage: perf/compare.sh [options] [-- extra terse-osu-allreduce options]
   --ref-build DIR  also run each codec with the terse of this other build tree
                    (e.g. the commit before a change), interleaved in the same
                    rounds, and add its latency and terse/ref speed columns
+  --ref-unset VAR  do not pass the TERSE_* variable VAR to the --ref-build runs
+                   (one the older build does not know, e.g. TERSE_PLANNER);
+                   repeat for several
   --no-netns       no namespace and no shaping (no root needed); still TCP over lo
   --native         no namespace, and both MPI and terse's UCX on their default
                    transports (shared memory): e.g. the small-message overhead
@@ -65,6 +68,7 @@ die() { echo "$prog: $*" >&2; exit 2; }
 # ------------------------------------------------------------------ options
 np=2 rate=1gbit delay="" sizes=1M:64M iters=20 warmup=2 limit=3 dtype=float kind=laplace
 nodes="" build="" prefix="" ref_build="" use_netns=1 csv_out="" progress="" inside="" workdir="" check_codecs="" native="" repeat=1
+ref_unset=()
 codecs=()
 extra=()
 need() { [ "$2" -ge 2 ] || die "$1 needs a value (see --help)"; }
@@ -84,6 +88,7 @@ while [ $# -gt 0 ]; do
     --build) need "$1" $#; build=$2; shift 2 ;;
     --prefix) need "$1" $#; prefix=$2; shift 2 ;;
     --ref-build) need "$1" $#; ref_build=$2; shift 2 ;;
+    --ref-unset) need "$1" $#; ref_unset+=("$2"); shift 2 ;;
     --no-netns) use_netns=0; shift ;;
     --native) use_netns=0; native=1; shift ;;
     --csv) need "$1" $#; csv_out=$2; shift 2 ;;
@@ -209,7 +214,11 @@ if [ -n "$inside" ]; then
                 envs=(-x LD_PRELOAD="$lib" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$pp${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
                       ${ucx_envs[@]+"${ucx_envs[@]}"})
                 for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
-                    case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) ;; *) envs+=(-x "$v") ;; esac
+                    case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) continue ;; esac
+                    if [ "$side" = ref ]; then
+                        case " ${ref_unset[*]-} " in *" $v "*) continue ;; esac
+                    fi
+                    envs+=(-x "$v")
                 done
                 run_one "$side$i.$r" "${envs[@]}"
             done
@@ -238,6 +247,7 @@ trap 'rm -rf "$workdir"' EXIT
 inner=("$0" --inside "$workdir" ${native:+--native} ${nodes:+--nodes "$nodes"} --repeat "$repeat" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
        -d "$dtype" -t "$kind" ${prefix:+--prefix "$prefix"} ${build:+--build "$build"} ${ref_build:+--ref-build "$ref_build"} ${progress:+--progress "$progress"})
 for c in "${codecs[@]}"; do inner+=(--codec "$c"); done
+for v in ${ref_unset[@]+"${ref_unset[@]}"}; do inner+=(--ref-unset "$v"); done
 inner+=(-- ${extra[@]+"${extra[@]}"})
 if [ -n "$nodes" ]; then
     "$here/netns-nodes.sh" --nodes "$nodes" --ppn "$ppn" --rate "$rate" ${delay:+--delay "$delay"} -- "${inner[@]}" || exit $?
