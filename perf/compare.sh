@@ -220,7 +220,13 @@ if [ -n "$inside" ]; then
                     fi
                     envs+=(-x "$v")
                 done
-                run_one "$side$i.$r" "${envs[@]}"
+                # Local ranks inherit mpirun's whole environment, -x or not:
+                # what the reference build must not see is unset around it.
+                if [ "$side" = ref ] && [ ${#ref_unset[@]} -gt 0 ]; then
+                    (unset "${ref_unset[@]}"; run_one "$side$i.$r" "${envs[@]}")
+                else
+                    run_one "$side$i.$r" "${envs[@]}"
+                fi
             done
         done
     done
