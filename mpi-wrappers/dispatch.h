@@ -72,8 +72,8 @@ enum class Route {
 
 // Step 2's decision, for blocking and non-blocking calls alike.  bytes as
 // for pass_at_once().  Callers hold a ReentryGuard.
-inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, CommState **out,
-                              CollectiveChoice *choice, int *rc) {
+inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, bool nonblocking,
+                              CommState **out, CollectiveChoice *choice, int *rc) {
     // Lookup or create: once made, the state is found without a lock, also
     // for the calls below the floor that a lowered gate sends here.
     Status s;
@@ -103,7 +103,7 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
             return Route::Failed;
         }
     }
-    *choice = collective_choose(st, a);
+    *choice = collective_choose(st, a, nonblocking);
     if (!choice->engine) {
         // Below the floor a call gets here only when an agreed min_bytes
         // (this communicator's or another's) lowered the gate: it counts
@@ -126,11 +126,12 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
 // Step 2 after the decision: pass() (the PMPI call), or engine(st, choice)
 // for a call terse takes; engine returns the MPI code the call returns.
 template <class Pass, class Engine>
-int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass, Engine &&engine) {
+int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, bool nonblocking, Pass &&pass,
+                 Engine &&engine) {
     CommState *st = nullptr;
     CollectiveChoice choice;
     int rc = MPI_SUCCESS;
-    const Route route = route_collective(comm, a, bytes, call, &st, &choice, &rc);
+    const Route route = route_collective(comm, a, bytes, call, nonblocking, &st, &choice, &rc);
     if (route == Route::Pass) return pass();
     if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
     if (route == Route::Failed) return rc;
@@ -146,7 +147,7 @@ inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
 // non-blocking operations, if it has any (runtime/nonblocking.h).
 template <class Pass>
 int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
-    return follow_route(comm, a, bytes, call, pass, [&](CommState *st, const CollectiveChoice &choice) {
+    return follow_route(comm, a, bytes, call, false, pass, [&](CommState *st, const CollectiveChoice &choice) {
         if (choice.probe_mpi) {
             // The planner re-measures the MPI library on this call.
             if (st->nb) nb_drain(st);
@@ -164,7 +165,7 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
 template <class Pass>
 int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, MPI_Request *request,
                      Pass &&pass) {
-    return follow_route(comm, a, bytes, call, pass, [&](CommState *st, const CollectiveChoice &choice) {
+    return follow_route(comm, a, bytes, call, true, pass, [&](CommState *st, const CollectiveChoice &choice) {
         Status s = nb_start(st, a, choice, call, request);
         // Operations of other communicators may wait for this thread's MPI.
         if (s == TERSE_OK) nb_poll();

@@ -309,6 +309,33 @@ TEST(Selection, EngineLeftWhenTheMpiLibraryIsNoSlower) {
     EXPECT_LE(changes, 2) << s.summary("");
 }
 
+TEST(Selection, TwoLevelWeighedWhereTheLayoutAllowsIt) {
+    // 2 nodes x 4 ranks, shared memory inside (fast), 1 Gbit/s between:
+    // the flat ring's every step crosses the slow link (the probe's MAX),
+    // the two-level schedule crosses it once per rail step.
+    CostInputs in = slow_link(8);
+    in.hier.nodes = 2;
+    in.hier.ranks_per_node = 4;
+    in.hier.shards = 4;
+    in.hier.intra = {0.5e-6, 1.0 / 7e9};
+    in.hier.inter = in.link;
+    Selector s(in, {quantize8(), identity()}, schedules_for(Algorithm::Auto, true));
+    const size_t bytes = 16 << 20;
+    const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+    EXPECT_TRUE(o.engine);
+    EXPECT_EQ(o.schedule, Schedule::TwoLevel) << s.option_name(o);
+    // A call that may not run it (non-blocking: no kEligibleTwoLevel bit)
+    // gets a flat schedule, in a class of its own.
+    const Option flat = s.choose(CollKind::Allreduce, bytes, kAll & ~kEligibleTwoLevel);
+    EXPECT_NE(flat.schedule, Schedule::TwoLevel);
+    // Without a layout the schedule is not an option at all.
+    for (const ScheduleModel &m : schedules_for(Algorithm::Auto, false))
+        EXPECT_NE(m.schedule, Schedule::TwoLevel);
+    CostInputs one = in;
+    one.hier = HierarchyCost{};
+    EXPECT_TRUE(std::isinf(cost_two_level_schedule(one, CodecCost{}, double(bytes))));
+}
+
 TEST(Selection, PinnedClassesSkipTheModel) {
     Selector s(shared_memory(2), {identity()});
     const Option ring{true, 0, Schedule::Ring};

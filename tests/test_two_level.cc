@@ -9,6 +9,10 @@
 //   test_two_level            (run by test_two_level.sh with TERSE_MIN_BYTES=0)
 //   test_two_level mismatch   (TERSE_NODE_KEY on some ranks only: every rank
 //                              gets an error naming the variable)
+//   test_two_level weighed    (algorithm=auto under TERSE_PLANNER=model: the
+//                              planner weighs the two-level schedule with the
+//                              flat ones; lossless results stay exact whatever
+//                              it picks, blocking and non-blocking calls mixed)
 #include <mpi.h>
 #include <terse/terse.h>
 
@@ -216,12 +220,12 @@ std::string error_string(int code) {
     return std::string(s, size_t(len));
 }
 
-MPI_Comm make_comm(const char *codec) {
+MPI_Comm make_comm(const char *codec, const char *algorithm = "two_level") {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     CHECK(terse_comm_configure(comm, "codec", codec) == TERSE_OK, "%s", terse_last_error());
-    CHECK(terse_comm_configure(comm, "algorithm", "two_level") == TERSE_OK, "%s", terse_last_error());
+    CHECK(terse_comm_configure(comm, "algorithm", algorithm) == TERSE_OK, "%s", terse_last_error());
     CHECK(terse_comm_configure(comm, "chunk_bytes", "16K") == TERSE_OK, "%s", terse_last_error());
     CHECK(terse_comm_configure(comm, "min_bytes", "0") == TERSE_OK, "%s", terse_last_error());
     return comm;
@@ -287,6 +291,31 @@ void mismatch() {
     if (g_rank == 0) std::printf("mismatched TERSE_NODE_KEY: every rank got the error\n");
 }
 
+// algorithm=auto, model planner: every size class a few times (so that the
+// planner's choice settles, two-level or not), lossless and exact, then
+// non-blocking calls on the same communicator (flat schedules only).
+void weighed() {
+    MPI_Comm comm = make_comm("none", "auto");
+    int seed = 100;
+    for (int round = 0; round < 4; ++round)
+        for (size_t count : {size_t(1000), size_t(50001), size_t(1) << 18})
+            for (bool in_place : {false, true}) {
+                lossless<float>(comm, count, MPI_SUM, in_place, false, ++seed);
+                lossless<int32_t>(comm, count, MPI_SUM, in_place, true, ++seed);
+            }
+    std::vector<float> in(size_t(1) << 18), out(in.size()), want(in.size());
+    for (size_t i = 0; i < in.size(); ++i) in[i] = float((i * 7 + size_t(g_rank)) % 13);
+    PMPI_Allreduce(in.data(), want.data(), int(in.size()), MPI_FLOAT, MPI_SUM, comm);
+    MPI_Request r;
+    CHECK(MPI_Iallreduce(in.data(), out.data(), int(in.size()), MPI_FLOAT, MPI_SUM, comm, &r) == MPI_SUCCESS,
+          "MPI_Iallreduce failed");
+    CHECK(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Wait failed");
+    CHECK(out == want, "rank %d: non-blocking allreduce differs from PMPI", g_rank);
+    lossless<float>(comm, size_t(1) << 18, MPI_SUM, false, false, ++seed);  // blocking again, after it
+    MPI_Comm_free(&comm);
+    if (g_rank == 0) std::printf("algorithm=auto, model planner: lossless results exact\n");
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -295,6 +324,11 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     if (argc > 1 && std::string(argv[1]) == "mismatch") {
         mismatch();
+        MPI_Finalize();
+        return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "weighed") {
+        weighed();
         MPI_Finalize();
         return 0;
     }

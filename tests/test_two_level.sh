@@ -35,6 +35,19 @@ done
 echo "== nodes aabb with TERSE_PLANNER=model: algorithm=two_level is not the model's to change"
 TERSE_PLANNER=model run_layout aabb || fail "layout aabb under the model planner"
 
+echo "== nodes aabb, algorithm=auto, TERSE_PLANNER=model: the two-level schedule is weighed"
+log=$(TERSE_PLANNER=model TERSE_LOG=debug run_layout aabb weighed 2>&1) || { printf '%s\n' "$log"; fail "weighed, aabb"; }
+printf '%s\n' "$log" | grep -q "none/two_level" || { printf '%s\n' "$log" | grep planner; fail "aabb: no planner decision weighed none/two_level"; }
+printf '%s\n' "$log" | grep -q "2 nodes of up to 2 ranks, 2 rails" || fail "aabb: the nodes were not measured"
+printf '%s\n' "$log" | grep "planner:.*none/two_level" | head -n 2
+
+echo "== one node (aaaa), algorithm=auto, TERSE_PLANNER=model: nothing to weigh"
+log=$(TERSE_PLANNER=model TERSE_LOG=debug run_layout aaaa weighed 2>&1) || { printf '%s\n' "$log"; fail "weighed, aaaa"; }
+if printf '%s\n' "$log" | grep -q "two_level"; then
+    printf '%s\n' "$log" | grep two_level
+    fail "aaaa: the two-level schedule was weighed on one node"
+fi
+
 echo "== no TERSE_NODE_KEY: the MPI library's shared-memory split, 3 ranks"
 run_np 3 ./test_two_level || fail "shared-memory split"
 

@@ -1,5 +1,7 @@
 #include "engine/cost_model.h"
 
+#include "engine/cost_two_level.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -74,6 +76,30 @@ double cost_gather(const CostInputs &in, const CodecCost &c, double bytes) {
     if (n <= 1) return 0;
     return in.fixed + (n - 1) * (in.link.alpha + bytes * c.ratio * in.link.beta + bytes * in.gamma) +
            c.seconds_per_byte * bytes;
+}
+
+double cost_two_level_schedule(const CostInputs &in, const CodecCost &c, double bytes) {
+    const HierarchyCost &h = in.hier;
+    if (h.nodes <= 1) return INFINITY;  // no layout: not an option
+    TwoLevelCostInputs t;
+    t.bytes = size_t(bytes);
+    t.nodes = h.nodes;
+    t.ranks_per_node = h.ranks_per_node;
+    t.shards = h.shards;
+    t.alpha_intra = h.intra.alpha;
+    t.beta_intra = h.intra.beta;
+    t.gamma_reduce = in.gamma;
+    t.alpha_inter = h.inter.alpha;
+    t.beta_inter = h.inter.beta;
+    t.ratio = c.ratio;
+    // seconds_per_byte holds a whole flat ring's codec work per input byte,
+    // about 2(n-1)/n encodes and decodes of it; cost_two_level wants one
+    // encode and decode per byte.
+    const int n = std::max(2, in.nranks);
+    t.gamma_codec = c.seconds_per_byte / (2.0 * (n - 1) / n);
+    // Its agreements: the node's MPI collectives are in the cost; the
+    // closing agreement over the communicator is one small allreduce.
+    return in.fixed + cost_two_level(t);
 }
 
 double cost_pmpi(const CostInputs &in, CollKind kind, double bytes) {

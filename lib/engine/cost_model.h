@@ -54,9 +54,21 @@ struct Observation {
     double ratio = 1;
 };
 
+// A communicator whose ranks sit on several nodes (a two-level layout,
+// runtime/node_layout.h): its shape and its two kinds of link, measured
+// apart.  nodes == 1: no layout, the two-level schedule is not weighed.
+struct HierarchyCost {
+    int nodes = 1;
+    int ranks_per_node = 1;  // of the largest node
+    int shards = 1;          // rails: the smallest node's rank count
+    LinkCost intra;          // inside a node: the MPI library's allreduce, as ring terms
+    LinkCost inter;          // between nodes: a ring step on a rail over terse's transport
+};
+
 // Everything measured on a communicator, identical on every rank.
 struct CostInputs {
     int nranks = 1;
+    HierarchyCost hier;
     LinkCost link;
     double gamma = 0;  // seconds per byte of a local reduction (a + b)
     double fixed = 0;  // seconds an engine operation spends agreeing (one small allreduce)
@@ -72,6 +84,9 @@ double cost_recursive_doubling(const CostInputs &in, const CodecCost &codec, dou
 // Recursive halving reduce-scatter + recursive doubling allgather: a cost
 // only (the engine has no such schedule yet), for comparison and tools.
 double cost_rabenseifner(const CostInputs &in, const CodecCost &codec, double bytes);
+// The two-level schedule (engine/cost_two_level.h) on in.hier, the codec's
+// work scaled to a rail's shard.  Allreduce only.
+double cost_two_level_schedule(const CostInputs &in, const CodecCost &codec, double bytes);
 // Allgather of every rank's encoded input, decoded and summed locally
 // (codecs whose payloads cannot be summed).
 double cost_gather(const CostInputs &in, const CodecCost &codec, double bytes);

@@ -26,6 +26,13 @@ double gather_cost(const CostInputs &in, const CodecCost &c, CollKind, double by
 }
 bool gather_serves(CollKind kind, const CodecModel &c) { return kind == CollKind::Allreduce && c.gather_only; }
 
+double two_level_cost(const CostInputs &in, const CodecCost &c, CollKind, double bytes) {
+    return cost_two_level_schedule(in, c, bytes);
+}
+bool two_level_serves(CollKind kind, const CodecModel &c) {
+    return kind == CollKind::Allreduce && !c.gather_only;
+}
+
 bool ring_other_kinds(CollKind kind, const CodecModel &) { return kind != CollKind::Allreduce; }
 bool gather_all(CollKind kind, const CodecModel &) { return kind == CollKind::Allreduce; }
 
@@ -73,9 +80,13 @@ std::vector<ScheduleModel> default_schedules() {
             {Schedule::Gather, gather_cost, gather_serves}};
 }
 
-std::vector<ScheduleModel> schedules_for(Algorithm a) {
+std::vector<ScheduleModel> schedules_for(Algorithm a, bool two_level) {
     switch (a) {
-    case Algorithm::Auto: return default_schedules();
+    case Algorithm::Auto: {
+        std::vector<ScheduleModel> s = default_schedules();
+        if (two_level) s.push_back({Schedule::TwoLevel, two_level_cost, two_level_serves});
+        return s;
+    }
     case Algorithm::Ring:
         return {{Schedule::Ring, ring_cost, ring_serves}, {Schedule::Gather, gather_cost, gather_serves}};
     case Algorithm::RecursiveDoubling:
@@ -173,6 +184,7 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     auto allowed = [&](const Option &o) {
         if (!o.engine) return true;
         if (!(eligible >> o.codec & 1u)) return false;
+        if (o.schedule == Schedule::TwoLevel && !(eligible & kEligibleTwoLevel)) return false;
         for (const ScheduleModel &s : schedules_)
             if (s.schedule == o.schedule) return s.serves(kind, codecs_[o.codec]);
         return false;
@@ -250,7 +262,9 @@ void Selector::observe(CollKind kind, size_t bytes, uint32_t eligible, const Opt
     const int i = option_index(o);
     if (i <= 0 || !(ob.seconds > 0)) return;
     CodecModel &cm = codecs_[o.codec];
-    if (!cm.identity && bytes > 0) {
+    // A two-level operation's codec worked on a rail's shard only: its time
+    // says nothing of the codec's cost per byte of a flat call.
+    if (!cm.identity && bytes > 0 && o.schedule != Schedule::TwoLevel) {
         const bool first = cm.samples == 0;
         cm.measured.seconds_per_byte = blend(cm.measured.seconds_per_byte, ob.codec_seconds / double(bytes),
                                              first);

@@ -57,12 +57,19 @@ struct ScheduleModel {
     bool (*serves)(CollKind kind, const CodecModel &codec);
 };
 
-// The schedules the engine has, in the order ties are broken.
+// The flat schedules the engine has, in the order ties are broken.
 std::vector<ScheduleModel> default_schedules();
 // Those a configured algorithm allows: the same schedules
 // plan_collective() would run (ring for reduce-scatter and allgather,
-// gather for codecs that need it).
-std::vector<ScheduleModel> schedules_for(Algorithm a);
+// gather for codecs that need it); with algorithm=auto on a communicator
+// with a two-level layout (two_level), the two-level schedule too.
+std::vector<ScheduleModel> schedules_for(Algorithm a, bool two_level = false);
+
+// In choose()'s `eligible`, above the codec bits: the call may run the
+// two-level schedule (a blocking allreduce on a communicator with a
+// layout; non-blocking calls run flat schedules only, terse(7)).  Such
+// calls form size classes of their own.
+constexpr uint32_t kEligibleTwoLevel = 1u << 31;
 
 // One option: the MPI library, or the engine with codec c on schedule s.
 struct Option {

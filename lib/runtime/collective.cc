@@ -4,6 +4,7 @@
 #include "capture/capture.h"
 #include "engine/error_feedback.h"
 #include "engine/planner.h"
+#include "engine/selection.h"
 #include "engine/stats.h"
 #include "runtime/engine_ports.h"
 #include "runtime/node_layout.h"
@@ -39,16 +40,19 @@ size_t call_bytes(const CommState *st, const CollArgs &a) {
     return elems * dtype_size(a.dtype);
 }
 
+// Codec slots that fit the eligible mask below its two-level bit.
+constexpr size_t kMaxCodecSlots = 31;
+
 }  // namespace
 
-CollectiveChoice collective_choose(CommState *st, const CollArgs &a) {
+CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblocking) {
     CollectiveChoice c;
     if (!st) return c;
     c.bytes = call_bytes(st, a);
     // Once the error guard tripped, only the lossless slot may run (every
     // rank tripped at the same call, so all restrict alike).
     const bool tripped = st->guard.tripped && st->lossless_slot != CommState::kNoSlot;
-    for (size_t i = 0; i < st->codecs.size() && i < 32; ++i) {
+    for (size_t i = 0; i < st->codecs.size() && i < kMaxCodecSlots; ++i) {
         if (tripped && i != st->lossless_slot) continue;
         const CodecSlot &slot = st->codecs[i];
         const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && slot.inst[a.dtype];
@@ -56,7 +60,7 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a) {
     }
     const auto runs = [&c](size_t slot) {
         c.slot = slot;
-        c.engine = slot < 32 && (c.eligible >> slot) & 1u;
+        c.engine = slot < kMaxCodecSlots && (c.eligible >> slot) & 1u;
         return c;
     };
     // A tuning file's entry decides its calls in both planner modes, the
@@ -71,6 +75,11 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a) {
     // whenever it can, the lossless one once the guard tripped.
     if (!st->selector) return runs(tripped ? st->lossless_slot : 0);
     if (!c.eligible) return c;
+    // The two-level schedule runs blocking allreduces on a communicator
+    // with a layout, and none with non-blocking operations (whose control
+    // plane it would race: terse(7), NON-BLOCKING CALLS).
+    if (st->node_layout && !nonblocking && !st->nb && a.kind == CollKind::Allreduce)
+        c.eligible |= kEligibleTwoLevel;
     c.model = true;
     bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);

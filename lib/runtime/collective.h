@@ -30,8 +30,9 @@ struct CollectiveChoice {
 };
 
 // Decide one call on st (ready): engine_eligible() for st's codecs, then
-// the planner.  Identical on every rank.
-CollectiveChoice collective_choose(CommState *st, const CollArgs &args);
+// the planner.  Identical on every rank.  nonblocking: an MPI_I* call
+// (never the two-level schedule).
+CollectiveChoice collective_choose(CommState *st, const CollArgs &args, bool nonblocking = false);
 
 // Count a call at or above the pass-through floor that terse did not take
 // (it goes to PMPI): st's statistics and capture numbering.

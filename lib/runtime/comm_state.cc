@@ -277,7 +277,8 @@ Status prepare_selector(CommState *st) {
         if (s != TERSE_OK) return s;
     }
     try {
-        st->selector = std::make_unique<Selector>(in, codec_models(st), schedules_for(st->config.algorithm));
+        st->selector = std::make_unique<Selector>(
+            in, codec_models(st), schedules_for(st->config.algorithm, st->node_layout != nullptr));
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for the planner of %s",
                          st->describe().c_str());
@@ -398,13 +399,21 @@ Status comm_state_ready(CommState *st) {
         if (s != TERSE_OK) return s;
     }
     // The configuration is agreed, so every rank takes this branch alike.
-    if (st->config.enable && st->config.algorithm == Algorithm::TwoLevel) {
+    // A layout for algorithm=two_level, and for the model planner to weigh
+    // the two-level schedule against the flat ones (algorithm=auto), where
+    // it can pay: several nodes with several ranks each.
+    const bool fixed_two_level = st->config.algorithm == Algorithm::TwoLevel;
+    const bool weighed = st->config.algorithm == Algorithm::Auto && st->config.planner == PlannerMode::Model &&
+                         st->size > 2 && !st->codecs.empty();
+    if (st->config.enable && (fixed_two_level || weighed)) {
         if (!st->node_layout) {
             Status s = NodeLayout::make(st->comm, runtime_global().node_key, st->describe(), &st->node_layout);
             if (s != TERSE_OK) return s;
             TERSE_LOG_DEBUG("communicator '%s': %s", st->name.c_str(), st->node_layout->describe().c_str());
         }
-        st->node_layout->set_config(st->config);
+        const TwoLevelEnv &tl = *st->node_layout->env();
+        if (!fixed_two_level && (tl.nodes < 2 || tl.shards < 2)) st->node_layout.reset();  // same on every rank
+        else st->node_layout->set_config(st->config);
     } else {
         st->node_layout.reset();
     }

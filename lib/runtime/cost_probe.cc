@@ -3,6 +3,7 @@
 #include "engine/message_tag.h"
 #include "engine/reduce_kernels.h"
 #include "engine/stats.h"
+#include "runtime/node_layout.h"
 #include "util/log.h"
 
 #include <algorithm>
@@ -25,15 +26,28 @@ constexpr double kSizeBudget = 4e-3;
 constexpr size_t kAlwaysMeasured = 64 * 1024;
 constexpr int kPmpiReps = 3;
 
+// The ring a probe steps on: a link whose peers are ranks 0..size-1, this
+// rank's place in it, and the context id its tags carry.
+struct ProbeRing {
+    Link *link;
+    uint32_t ctx_id;
+    int rank, size;
+};
+
+// A rail's probe messages take slots from here up, apart from the
+// communicator ring's (which start at 0 and stay far below).
+constexpr int kRailSlotBase = 0x8000;
+
 // One ring step of `bytes`: receive from the left, send to the right, until
 // both are done.  Returns its time, or a negative value on a transport error.
-double ring_step(Link *link, const CommState *st, uint8_t *out, uint8_t *in, size_t bytes, int rep) {
-    const int right = (st->rank + 1) % st->size, left = (st->rank + st->size - 1) % st->size;
+double ring_step(const ProbeRing &ring, uint8_t *out, uint8_t *in, size_t bytes, int rep) {
+    Link *link = ring.link;
+    const int right = (ring.rank + 1) % ring.size, left = (ring.rank + ring.size - 1) % ring.size;
     LinkRequest rr, sr;
     const double t0 = now_seconds();
-    Status s = link->irecv(left, make_tag(st->ctx_id, uint32_t(left), kProbeSeq, uint32_t(rep)), in, bytes, &rr);
+    Status s = link->irecv(left, make_tag(ring.ctx_id, uint32_t(left), kProbeSeq, uint32_t(rep)), in, bytes, &rr);
     if (s == TERSE_OK)
-        s = link->isend(right, make_tag(st->ctx_id, uint32_t(st->rank), kProbeSeq, uint32_t(rep)), out, bytes,
+        s = link->isend(right, make_tag(ring.ctx_id, uint32_t(ring.rank), kProbeSeq, uint32_t(rep)), out, bytes,
                         &sr);
     if (s != TERSE_OK) return -1;
     bool rdone = false, sdone = false;
@@ -52,11 +66,10 @@ double ring_step(Link *link, const CommState *st, uint8_t *out, uint8_t *in, siz
     return now_seconds() - t0;
 }
 
-double fastest_ring_step(Link *link, const CommState *st, uint8_t *out, uint8_t *in, size_t bytes, int reps,
-                         int *slot) {
+double fastest_ring_step(const ProbeRing &ring, uint8_t *out, uint8_t *in, size_t bytes, int reps, int *slot) {
     double best = std::numeric_limits<double>::infinity();
     for (int i = 0; i < reps; ++i) {
-        const double t = ring_step(link, st, out, in, bytes, (*slot)++);
+        const double t = ring_step(ring, out, in, bytes, (*slot)++);
         if (t < 0) return -1;
         best = std::min(best, t);
     }
@@ -67,6 +80,73 @@ double agreed_max(const CommState *st, double v) {
     double out = v;
     PMPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, st->comm);
     return out;
+}
+
+// Fastest of reps control allreduces of `count` floats (after a warm-up).
+double fastest_control_allreduce(Control *c, float *a, float *b, int count, int reps, Status *s) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i <= reps; ++i) {
+        ControlRequest r;
+        const double t0 = now_seconds();
+        *s = c->iallreduce(a, b, size_t(count), TERSE_DTYPE_FLOAT32, TERSE_OP_SUM, &r);
+        if (*s != TERSE_OK) return -1;
+        bool done = false;
+        while (!(done = c->test(&r, s))) {}
+        if (*s != TERSE_OK) return -1;
+        if (i) best = std::min(best, now_seconds() - t0);
+    }
+    return best;
+}
+
+// The two links of a two-level layout, measured apart (cost_model.h,
+// HierarchyCost): the MPI library's allreduce on each node communicator at
+// 8 B and 128 KiB, read as ring terms, and a ring step on each rail over
+// terse's transport at 8 B and 128 KiB.  Collective over st; a and b hold
+// at least 128 KiB.
+Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out) {
+    const TwoLevelEnv &tl = *st->node_layout->env();
+    HierarchyCost h;
+    h.nodes = tl.nodes;
+    h.ranks_per_node = st->node_layout->ranks_per_node_max();
+    h.shards = tl.shards;
+    // [0] intra alpha, [1] intra beta, [2] rail step 8 B, [3] rail step 128 KiB; MAX over ranks.
+    double local[4] = {};
+    constexpr int kIntraLarge = int(kRingLarge);
+    const int L = tl.node_size;
+    Status s = TERSE_OK;
+    if (L > 1) {
+        float *fa = reinterpret_cast<float *>(a), *fb = reinterpret_cast<float *>(b);
+        const double t8 = fastest_control_allreduce(tl.node, fa, fb, 2, kPmpiReps, &s);
+        const double t1 = t8 < 0 ? -1 : fastest_control_allreduce(tl.node, fa, fb, kIntraLarge / 4, 2, &s);
+        if (t1 < 0) return s;
+        // A ring allreduce of L ranks: 2(L-1) steps of alpha, 2(L-1)/L of the bytes.
+        local[0] = t8 / (2.0 * (L - 1));
+        local[1] = std::max(0.0, (t1 - t8) / (2.0 * (L - 1) / L * kIntraLarge));
+    }
+    if (tl.rail_rank >= 0 && tl.rail_size > 1) {
+        const ProbeRing rail{tl.rail_link, st->ctx_id, tl.rail_rank, tl.rail_size};
+        int slot = kRailSlotBase;
+        if (ring_step(rail, a, b, 8, slot++) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+        local[2] = fastest_ring_step(rail, a, b, 8, kRingSmallReps, &slot);
+        local[3] = local[2] < 0 ? -1 : fastest_ring_step(rail, a, b, kRingLarge, kRingLargeReps, &slot);
+        if (local[3] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+    }
+    double agreed[4];
+    if (PMPI_Allreduce(local, agreed, 4, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "terse: measuring the nodes of communicator %s failed in PMPI_Allreduce",
+                         st->describe().c_str());
+    h.intra.alpha = agreed[0];
+    h.intra.beta = agreed[1];
+    h.inter.alpha = agreed[2];
+    h.inter.beta = std::max(0.0, (agreed[3] - agreed[2]) / double(kRingLarge));
+    *out = h;
+    TERSE_LOG_DEBUG(
+        "planner: communicator %s: %d nodes of up to %d ranks, %d rails; inside a node alpha %.2f us, "
+        "%.0f MB/s; between nodes alpha %.2f us, %.0f MB/s",
+        st->describe().c_str(), h.nodes, h.ranks_per_node, h.shards, h.intra.alpha * 1e6,
+        h.intra.beta > 0 ? 1e-6 / h.intra.beta : 0.0, h.inter.alpha * 1e6,
+        h.inter.beta > 0 ? 1e-6 / h.inter.beta : 0.0);
+    return TERSE_OK;
 }
 
 }  // namespace
@@ -86,13 +166,12 @@ Status probe_costs(CommState *st, CostInputs *out) {
     uint8_t *pa = reinterpret_cast<uint8_t *>(a.data()), *pb = reinterpret_cast<uint8_t *>(b.data());
 
     // Ring neighbours over the transport; the first step also connects.
+    const ProbeRing ring{st->link.get(), st->ctx_id, st->rank, st->size};
     int slot = 0;
     double local[3];
-    if (ring_step(st->link.get(), st, pa, pb, 8, slot++) < 0)
-        return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
-    local[0] = fastest_ring_step(st->link.get(), st, pa, pb, 8, kRingSmallReps, &slot);
-    local[1] = local[0] < 0 ? -1
-                            : fastest_ring_step(st->link.get(), st, pa, pb, kRingLarge, kRingLargeReps, &slot);
+    if (ring_step(ring, pa, pb, 8, slot++) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+    local[0] = fastest_ring_step(ring, pa, pb, 8, kRingSmallReps, &slot);
+    local[1] = local[0] < 0 ? -1 : fastest_ring_step(ring, pa, pb, kRingLarge, kRingLargeReps, &slot);
     if (local[1] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
 
     // A local reduction.
@@ -145,6 +224,10 @@ Status probe_costs(CommState *st, CostInputs *out) {
         prev_t = t;
     }
     in.fixed = in.pmpi.empty() ? 0 : in.pmpi.seconds[0];
+    if (st->node_layout) {
+        Status s = probe_hierarchy(st, pa, pb, &in.hier);
+        if (s != TERSE_OK) return s;
+    }
     *out = in;
     TERSE_LOG_DEBUG(
         "planner: communicator %s measured in %.2f ms: ring alpha %.2f us, %.0f MB/s; reduce %.0f MB/s; "

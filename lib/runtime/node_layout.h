@@ -57,6 +57,8 @@ public:
     // communicator's agreed configuration, with algorithm auto).
     const TwoLevelEnv *env() const { return &env_; }
     void set_config(const CommConfig &cfg);
+    // Ranks of the largest node (env() has this rank's node's).
+    int ranks_per_node_max() const { return ranks_per_node_max_; }
     // "2 nodes of 3..2 ranks, 2 shards; this rank: node rank 1, rail rank 0 of 2"
     std::string describe() const;
 

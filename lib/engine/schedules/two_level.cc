@@ -87,7 +87,11 @@ private:
     OpHandle sub_;
     Stats rail_stats_;  // what the rail's operation sent, added to the communicator's once
 
-    double flag_ = 0;  // agreement: 0, or 1 + the comm rank of a failure
+    // The agreement: [0] 0, or 1 + the comm rank of a failure; with
+    // env_.observed (the model planner) also this rank's time so far, its
+    // rail's codec seconds and wire ratio, so that every rank learns the
+    // slowest of each (the node allgather that follows is not in the time).
+    double agree_[4] = {};
     bool failed_ = false, local_failure_ = false, fatal_ = false;
     Status fail_status_ = TERSE_OK;
     std::string fail_msg_;
@@ -226,18 +230,26 @@ Status TwoLevelOp::progress(bool *done) {
             finish_rail(s);
             sub_.reset();
         }
-        flag_ = local_failure_ ? double(env_.rank) + 1.0 : 0.0;
-        s = env_.control->iallreduce(&flag_, &flag_, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &agree_req_);
+        agree_[0] = local_failure_ ? double(env_.rank) + 1.0 : 0.0;
+        const size_t n = env_.observed ? 4 : 1;
+        if (env_.observed) {
+            const terse_comm_stats_t &c = rail_stats_.counters();
+            agree_[1] = now_seconds() - t_start_;
+            agree_[2] = c.seconds_encode + c.seconds_decode;
+            agree_[3] = c.bytes_wire_raw ? double(c.bytes_wire) / double(c.bytes_wire_raw) : 0.0;
+        }
+        s = env_.control->iallreduce(agree_, agree_, n, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &agree_req_);
         if (s != TERSE_OK) return *done = true, fatal(s);
         stage_ = Stage::Agree;
     }
     if (stage_ == Stage::Agree) {
         if (!env_.control->test(&agree_req_, &s)) return TERSE_OK;
         if (s != TERSE_OK) return *done = true, fatal(s);
-        if (flag_ > 0) {
+        if (env_.observed && agree_[0] == 0) *env_.observed = Observation{agree_[1], agree_[2], agree_[3]};
+        if (agree_[0] > 0) {
             if (!local_failure_) {
                 failed_ = true;
-                fail_origin_ = uint32_t(flag_) - 1;
+                fail_origin_ = uint32_t(agree_[0]) - 1;
             }
             stage_ = verifier_ ? Stage::Verify : Stage::Done;
         } else {
