@@ -8,8 +8,8 @@
 // the address of the call's input buffer, sendbuf or recvbuf for
 // MPI_IN_PLACE) together with its element count and datatype.  A call with
 // the same key but a different count or datatype drops the old residual and
-// starts from zero.  At most kMaxEntries residuals
-// and kMaxBytes bytes are kept; the least recently used one is dropped first.
+// starts from zero.  At most kMaxEntries residuals and kMaxBytes bytes are
+// kept; the least recently used one is dropped first.
 // A buffer larger than kMaxBytes gets no feedback (logged once at info level).
 // The user's send buffer is never modified: the engine adds the residual to a
 // private copy of the input.
