@@ -66,9 +66,9 @@ run missing-argument 2 "option --config needs an argument" -- "$tool" --config
 run empty-comm 2 "option --comm needs a non-empty argument" -- "$tool" --comm=
 
 # ---------------------------------------------------------------- environment
-run defaults 0 "MPI_COMM_WORLD: enable=1 codec=none min_bytes=65536 chunk_bytes=1048576 pipeline_depth=4 algorithm=auto feedback=default verify=0" \
+run defaults 0 "MPI_COMM_WORLD: enable=1 codec=none min_bytes=65536 chunk_bytes=1048576 pipeline_depth=4 algorithm=auto feedback=default feedback_key=address verify=0" \
     -- "$tool"
-run env-values 0 "MPI_COMM_WORLD: enable=1 codec=none min_bytes=1024 chunk_bytes=262144 pipeline_depth=8 algorithm=ring feedback=0 verify=1" \
+run env-values 0 "MPI_COMM_WORLD: enable=1 codec=none min_bytes=1024 chunk_bytes=262144 pipeline_depth=8 algorithm=ring feedback=0 feedback_key=address verify=1" \
     -- env TERSE_CODEC=none TERSE_MIN_BYTES=1K TERSE_CHUNK_BYTES=256KiB TERSE_PIPELINE_DEPTH=8 \
        TERSE_ALGORITHM=ring TERSE_FEEDBACK=off TERSE_VERIFY=on TERSE_STATS=all TERSE_LOG=debug "$tool"
 run ucx-variables 0 "MPI_COMM_WORLD: enable=1" -- env TERSE_UCX_TLS=tcp TERSE_UCX_NET_DEVICES=lo "$tool"
@@ -111,7 +111,7 @@ verify = yes
 CONF
 run file-good 0 \
     "MPI_COMM_WORLD: enable=1 codec=none min_bytes=32768 chunk_bytes=1048576 pipeline_depth=2 algorithm=auto" \
-    "halo: enable=1 codec=none min_bytes=32768 chunk_bytes=1048576 pipeline_depth=4 algorithm=auto feedback=default verify=1" \
+    "halo: enable=1 codec=none min_bytes=32768 chunk_bytes=1048576 pipeline_depth=4 algorithm=auto feedback=default feedback_key=address verify=1" \
     -- "$tool" --config "$tmp/good.conf"
 run file-from-env 0 "halo: enable=1" -- env TERSE_CONFIG="$tmp/good.conf" "$tool"
 run file-comm-glob 0 "solver_7: enable=1 codec=none min_bytes=32768 chunk_bytes=1048576 pipeline_depth=4 algorithm=recursive_doubling" \

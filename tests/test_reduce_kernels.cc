@@ -16,6 +16,12 @@ using namespace terse;
 
 namespace {
 
+FeedbackKey address_key(const void *p) {
+    FeedbackKey k;
+    k.id = reinterpret_cast<uintptr_t>(p);
+    return k;
+}
+
 template <typename T>
 T ref(terse_op_t op, T acc, T in) {
     switch (op) {
@@ -163,28 +169,89 @@ TEST(Feedback, AccumulateDifferenceAndAdd) {
 
 TEST(FeedbackStore, KeysShapesAndLru) {
     FeedbackStore fs(2, 1 << 20);
-    int k1, k2, k3;
+    int b1, b2, b3;
+    const FeedbackKey k1 = address_key(&b1), k2 = address_key(&b2), k3 = address_key(&b3);
     bool created = false;
-    float *r1 = static_cast<float *>(fs.acquire(&k1, 4, TERSE_DTYPE_FLOAT32, &created));
+    float *r1 = static_cast<float *>(fs.acquire(k1, 4, TERSE_DTYPE_FLOAT32, &created));
     ASSERT_TRUE(r1);
     EXPECT_TRUE(created);
     EXPECT_EQ(r1[3], 0.0f);
     r1[0] = 7;
-    EXPECT_EQ(fs.acquire(&k1, 4, TERSE_DTYPE_FLOAT32, &created), r1);
+    EXPECT_EQ(fs.acquire(k1, 4, TERSE_DTYPE_FLOAT32, &created), r1);
     EXPECT_FALSE(created);
     // Count change: a new, zeroed residual.
-    float *r1b = static_cast<float *>(fs.acquire(&k1, 5, TERSE_DTYPE_FLOAT32, &created));
+    float *r1b = static_cast<float *>(fs.acquire(k1, 5, TERSE_DTYPE_FLOAT32, &created));
     EXPECT_TRUE(created);
     EXPECT_EQ(r1b[0], 0.0f);
     EXPECT_EQ(fs.entries(), 1u);
-    fs.acquire(&k2, 4, TERSE_DTYPE_FLOAT64);
-    fs.acquire(&k1, 5, TERSE_DTYPE_FLOAT32);  // k1 most recent
-    fs.acquire(&k3, 4, TERSE_DTYPE_FLOAT32);  // evicts k2
+    fs.acquire(k2, 4, TERSE_DTYPE_FLOAT64);
+    fs.acquire(k1, 5, TERSE_DTYPE_FLOAT32);  // k1 most recent
+    fs.acquire(k3, 4, TERSE_DTYPE_FLOAT32);  // evicts k2
     EXPECT_EQ(fs.entries(), 2u);
-    fs.acquire(&k2, 4, TERSE_DTYPE_FLOAT64, &created);
+    fs.acquire(k2, 4, TERSE_DTYPE_FLOAT64, &created);
     EXPECT_TRUE(created);
     // Over the byte budget: no residual.
-    EXPECT_EQ(fs.acquire(&k1, 1 << 20, TERSE_DTYPE_FLOAT32), nullptr);
-    fs.drop(&k2);
+    EXPECT_EQ(fs.acquire(k1, 1 << 20, TERSE_DTYPE_FLOAT32), nullptr);
+    fs.drop(k2);
     EXPECT_LE(fs.entries(), 2u);
+}
+
+// Keys of different modes never name the same residual, even with equal ids.
+TEST(FeedbackStore, ModesAreApart) {
+    FeedbackStore fs(4, 1 << 20);
+    FeedbackKey a = address_key(nullptr), t, q;
+    t.mode = FeedbackKeyMode::Tag;
+    q.mode = FeedbackKeyMode::Sequence;
+    float *ra = static_cast<float *>(fs.acquire(a, 2, TERSE_DTYPE_FLOAT32));
+    float *rt = static_cast<float *>(fs.acquire(t, 2, TERSE_DTYPE_FLOAT32));
+    float *rq = static_cast<float *>(fs.acquire(q, 2, TERSE_DTYPE_FLOAT32));
+    ASSERT_TRUE(ra && rt && rq);
+    EXPECT_NE(ra, rt);
+    EXPECT_NE(rt, rq);
+    EXPECT_EQ(fs.entries(), 3u);
+}
+
+// Sequence keys: the ordinal among calls of one shape since the last step;
+// a tag names only the next call.
+TEST(FeedbackKeyer, SequenceOrdinalsAndTags) {
+    FeedbackKeyer k;
+    const auto seq = [&k](CollKind kind, terse_dtype_t dt, size_t n) {
+        return k.next(FeedbackKeyMode::Sequence, kind, dt, n);
+    };
+    const FeedbackKey a0 = seq(CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100);
+    const FeedbackKey b0 = seq(CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 200);
+    const FeedbackKey a1 = seq(CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100);
+    const FeedbackKey c0 = seq(CollKind::ReduceScatterBlock, TERSE_DTYPE_FLOAT32, 100);
+    const FeedbackKey d0 = seq(CollKind::Allreduce, TERSE_DTYPE_FLOAT64, 100);
+    EXPECT_EQ(a0.id, 0u);
+    EXPECT_EQ(a1.id, 1u);
+    EXPECT_EQ(b0.id, 0u);
+    EXPECT_EQ(c0.id, 0u);
+    EXPECT_EQ(d0.id, 0u);
+    EXPECT_FALSE(a0.same(a1));
+    EXPECT_FALSE(a0.same(b0));
+    EXPECT_FALSE(a0.same(c0));
+    EXPECT_FALSE(a0.same(d0));
+    // The next iteration: the same calls get the same keys, even when a call
+    // of another shape is left out.
+    k.step();
+    EXPECT_TRUE(seq(CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100).same(a0));
+    EXPECT_TRUE(seq(CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100).same(a1));
+    // Saved and restored ordinals continue where they were.
+    FeedbackKeyer r;
+    r.set_ordinals(k.ordinals());
+    EXPECT_EQ(r.next(FeedbackKeyMode::Sequence, CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100).id, 2u);
+
+    // Tags: a call without one is not keyed; a tag is used once.
+    EXPECT_FALSE(k.next(FeedbackKeyMode::Tag, CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100).keyed);
+    k.set_next_tag(42);
+    const FeedbackKey t = k.next(FeedbackKeyMode::Tag, CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100);
+    EXPECT_TRUE(t.keyed);
+    EXPECT_EQ(t.id, 42u);
+    EXPECT_FALSE(k.next(FeedbackKeyMode::Tag, CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100).keyed);
+    // A tag set before a call of another mode is consumed by it too.
+    k.set_next_tag(7);
+    EXPECT_EQ(k.next(FeedbackKeyMode::Address, CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100).mode,
+              FeedbackKeyMode::Address);
+    EXPECT_FALSE(k.next(FeedbackKeyMode::Tag, CollKind::Allreduce, TERSE_DTYPE_FLOAT32, 100).keyed);
 }

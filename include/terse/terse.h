@@ -120,6 +120,23 @@ terse_status_t terse_comm_stats(MPI_Comm comm, terse_comm_stats_t *stats, size_t
 /* Zero the statistics of comm. */
 terse_status_t terse_comm_stats_reset(MPI_Comm comm);
 
+/*
+ * Error feedback that training can keep (terse_feedback(3)).  With
+ * feedback_key=sequence a residual belongs to the call's place among the
+ * calls of its kind, datatype and count since the last
+ * terse_feedback_step(comm): call it once per training iteration, on every
+ * rank.  With feedback_key=tag it belongs to the tag set for the call just
+ * before it.  Both are local.
+ */
+terse_status_t terse_feedback_step(MPI_Comm comm);
+terse_status_t terse_set_next_feedback_tag(MPI_Comm comm, uint64_t tag);
+
+/* Write / read back comm's residuals, each rank to / from "path.rankR".
+ * Collective over comm; feedback_key=sequence or tag only.  A failure on
+ * any rank is an error on every rank and changes nothing. */
+terse_status_t terse_feedback_save(MPI_Comm comm, const char *path);
+terse_status_t terse_feedback_restore(MPI_Comm comm, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,18 +62,27 @@ AutoCodec auto_codec_of(const CodecSpec &spec);
 enum class PlannerMode { Model, Fixed };
 const char *planner_name(PlannerMode p);
 
+// TERSE_FEEDBACK_KEY: what names the buffer an error-feedback residual
+// belongs to (engine/feedback_key.h): its address (the default), the call's
+// slot in the communicator's sequence of calls, or a tag the user sets
+// before the call (terse_set_next_feedback_tag).  Only sequence and tag
+// keys survive a restart (terse_feedback_save).
+enum class FeedbackKeyMode { Address = 0, Sequence = 1, Tag = 2 };
+const char *feedback_key_name(FeedbackKeyMode m);
+
 // Settings that apply to one communicator; must agree across its ranks.
 // Each field is a row of the key table (config_keys.cc); its initialiser is
 // the key's default.
 struct CommConfig {
-    bool enable = true;                        // enable
-    CodecSpec codec;                           // codec
-    size_t min_bytes = 65536;                  // min_bytes: smaller calls go to PMPI
-    size_t chunk_bytes = 1u << 20;             // chunk_bytes: pipeline chunk (input bytes)
-    int pipeline_depth = 4;                    // pipeline_depth: chunks in flight per peer
-    Algorithm algorithm = Algorithm::Auto;     // algorithm
-    int feedback = -1;                         // feedback: -1 codec default, 0 off, 1 on
-    bool verify = false;                       // verify: compare with PMPI, record error
+    bool enable = true;                                       // enable
+    CodecSpec codec;                                          // codec
+    size_t min_bytes = 65536;                                 // min_bytes: smaller calls go to PMPI
+    size_t chunk_bytes = 1u << 20;                            // chunk_bytes: pipeline chunk (input bytes)
+    int pipeline_depth = 4;                                   // pipeline_depth: chunks in flight per peer
+    Algorithm algorithm = Algorithm::Auto;                    // algorithm
+    int feedback = -1;                                        // feedback: -1 codec default, 0 off, 1 on
+    FeedbackKeyMode feedback_key = FeedbackKeyMode::Address;  // feedback_key
+    bool verify = false;                                      // verify: compare with PMPI, record error
     unsigned guard = 0;                        // guard: check every guard-th lossy allreduce; 0 off
     ErrorBudget guard_budget;                  // guard_budget: allowed error; none: the codec's bound
     std::string tune_file;                     // tune_file: tuning file (tune_file.h); "" none

@@ -61,6 +61,12 @@ struct NodeKey {
 
 const config_value::Choice<PlannerMode> kPlanner{{{"model", PlannerMode::Model}, {"fixed", PlannerMode::Fixed}}};
 
+const config_value::Choice<FeedbackKeyMode> kFeedbackKey{
+    {{"address", FeedbackKeyMode::Address, "the input buffer's address"},
+     {"sequence", FeedbackKeyMode::Sequence,
+      "the call's place among calls of its shape since terse_feedback_step"},
+     {"tag", FeedbackKeyMode::Tag, "terse_set_next_feedback_tag"}}};
+
 // One row: binds a name to a field of CommConfig (per communicator) or
 // GlobalConfig (process-wide) and to the kind of value it holds.  The
 // field's initialiser is the default.
@@ -117,6 +123,9 @@ std::vector<ConfigKey> make_table() {
             "the codec between nodes"),
         row("feedback", &CommConfig::feedback, kFeedback, all,
             "error feedback for lossy codecs; default: the codec's choice"),
+        row("feedback_key", &CommConfig::feedback_key, kFeedbackKey, all,
+            "what names the buffer a feedback residual belongs to; sequence and tag keep it when buffers "
+            "move and across terse_feedback_save/restore"),
         row("verify", &CommConfig::verify, kBool, all,
             "also compute every call with the MPI library and record the difference"),
         row("guard", &CommConfig::guard, kGuard, all,
@@ -276,6 +285,11 @@ const char *algorithm_name(Algorithm a) {
 
 const char *planner_name(PlannerMode p) {
     const char *n = kPlanner.name_of(p);
+    return n ? n : "unknown";
+}
+
+const char *feedback_key_name(FeedbackKeyMode m) {
+    const char *n = kFeedbackKey.name_of(m);
     return n ? n : "unknown";
 }
 

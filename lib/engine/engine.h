@@ -25,6 +25,7 @@
 //   cost_two_level.h/.cc   the two-level schedule's alpha-beta-gamma cost
 //   reduce_kernels.h/.cc   element-wise reductions (lossless fast path, raw frames)
 //   error_feedback.h/.cc   residuals carried between calls
+//   feedback_key.h/.cc     what names a residual (feedback_key=), decided at issue
 //   verify.h/.cc           TERSE_VERIFY
 //   tune_plan.h/.cc        a tuning file entry applied to the planner's plan
 //   guard.h/.cc            the error guard (guard=): verify every K-th lossy
@@ -56,6 +57,7 @@
 #include "config/config.h"
 #include "engine/coll_args.h"
 #include "engine/cost_model.h"
+#include "engine/feedback_key.h"
 #include "engine/planner.h"
 #include "engine/ports.h"
 #include "util/status.h"
@@ -111,6 +113,9 @@ struct EngineEnv {
     CodecInstance *codec = nullptr;  // for the call's dtype
     bool feedback = false;
     FeedbackStore *residuals = nullptr;  // non-null when feedback is on
+    // The call's residual (feedback_key.h), decided when it was issued; an
+    // address key's address is the operation's input.
+    FeedbackKey feedback_key;
     Stats *stats = nullptr;
     // Where the operation's statistics count (per kind: blocking or not).
     terse_coll_kind_t stats_kind = TERSE_KIND_ALLREDUCE;

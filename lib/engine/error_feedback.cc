@@ -14,27 +14,28 @@ FeedbackStore::FeedbackStore(size_t max_entries, size_t max_bytes)
 
 FeedbackStore::~FeedbackStore() = default;
 
-void FeedbackStore::evict_for(size_t incoming, const void *keep) {
+void FeedbackStore::evict_for(size_t incoming, const FeedbackKey *keep) {
     while (!entries_.empty() && (entries_.size() + 1 > max_entries_ || bytes_ + incoming > max_bytes_)) {
         auto victim = entries_.end();
         for (auto it = entries_.begin(); it != entries_.end(); ++it)
-            if (it->key != keep && (victim == entries_.end() || it->last_use < victim->last_use)) victim = it;
+            if (!(keep && it->key.same(*keep)) && (victim == entries_.end() || it->last_use < victim->last_use))
+                victim = it;
         if (victim == entries_.end()) break;
         bytes_ -= victim->nbytes;
         entries_.erase(victim);
     }
 }
 
-void *FeedbackStore::acquire(const void *key, size_t count, terse_dtype_t dtype, bool *created) {
+void *FeedbackStore::acquire(const FeedbackKey &key, size_t count, terse_dtype_t dtype, bool *created) {
     if (created) *created = false;
     const size_t nbytes = count * dtype_size(dtype);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->key != key) continue;
+        if (!it->key.same(key)) continue;
         if (it->count == count && it->dtype == dtype) {
             it->last_use = ++clock_;
             return it->data.get();
         }
-        // Same address, different shape: a different buffer now.
+        // Same key, different shape: a different buffer now.
         bytes_ -= it->nbytes;
         entries_.erase(it);
         break;
@@ -47,7 +48,7 @@ void *FeedbackStore::acquire(const void *key, size_t count, terse_dtype_t dtype,
         }
         return nullptr;
     }
-    evict_for(nbytes, key);
+    evict_for(nbytes, &key);
     Entry e;
     e.key = key;
     e.count = count;
@@ -68,13 +69,41 @@ void *FeedbackStore::acquire(const void *key, size_t count, terse_dtype_t dtype,
     return p;
 }
 
-void FeedbackStore::drop(const void *key) {
+void FeedbackStore::drop(const FeedbackKey &key) {
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (it->key == key) {
+        if (it->key.same(key)) {
             bytes_ -= it->nbytes;
             entries_.erase(it);
             return;
         }
+}
+
+Status FeedbackStore::restore_entry(const FeedbackKey &key, size_t count, terse_dtype_t dtype, uint64_t last_use,
+                                    const void *data) {
+    const size_t esize = dtype_size(dtype);
+    if (esize == 0 || !dtype_is_float(dtype))
+        return set_error(TERSE_ERR_CORRUPT, "a residual of datatype %d, which has no error feedback", int(dtype));
+    if (count > max_bytes_ / esize || bytes_ + count * esize > max_bytes_ || entries_.size() + 1 > max_entries_)
+        return set_error(TERSE_ERR_CORRUPT, "the residuals exceed what a store keeps (%zu residuals, %zu bytes)",
+                         max_entries_, max_bytes_);
+    for (const Entry &e : entries_)
+        if (e.key.same(key)) return set_error(TERSE_ERR_CORRUPT, "two residuals have the same key");
+    Entry e;
+    e.key = key;
+    e.count = count;
+    e.dtype = dtype;
+    e.last_use = last_use;
+    e.nbytes = count * esize;
+    e.data.reset(new (std::nothrow) uint8_t[e.nbytes ? e.nbytes : 1]);
+    if (!e.data) return set_error(TERSE_ERR_NO_MEMORY, "out of memory for a %zu-byte residual", e.nbytes);
+    if (e.nbytes) std::memcpy(e.data.get(), data, e.nbytes);
+    try {
+        entries_.push_back(std::move(e));
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "out of memory restoring residuals");
+    }
+    bytes_ += count * esize;
+    return TERSE_OK;
 }
 
 void FeedbackStore::clear() {

@@ -4,11 +4,12 @@
 // (the long-run sum of results tracks the long-run sum of exact results).
 //
 // Buffer identity: a residual belongs to one communicator (the store lives in
-// its CommState) and is keyed by the address of the call's input buffer
-// (sendbuf, or recvbuf for MPI_IN_PLACE) together with its element count and
-// datatype.  A call on the same address with a different count or datatype
-// drops the old residual and starts from zero.  At most kMaxEntries residuals
-// and kMaxBytes bytes are kept; the least recently used one is dropped first.
+// its CommState) and is keyed by a FeedbackKey (feedback_key.h: by default
+// the address of the call's input buffer, sendbuf or recvbuf for
+// MPI_IN_PLACE) together with its element count and datatype.  A call with
+// the same key but a different count or datatype drops the old residual and
+// starts from zero.  At most kMaxEntries residuals and kMaxBytes bytes are
+// kept; the least recently used one is dropped first.
 // A buffer larger than kMaxBytes gets no feedback (logged once at info level).
 // The user's send buffer is never modified: the engine adds the residual to a
 // private copy of the input.
@@ -20,6 +21,9 @@
 //    the call (its own first hop and the partial sums it re-encoded), so that
 //    summed over ranks the residuals equal the total error of the result.
 #pragma once
+
+#include "engine/feedback_key.h"
+#include "util/status.h"
 
 #include <terse/codec.h>
 
@@ -43,24 +47,38 @@ public:
     // The residual of the buffer (count elements of dtype), zero-filled when
     // new or when count/dtype changed.  nullptr when it would not fit the
     // byte budget or memory ran out (the call then runs without feedback).
-    void *acquire(const void *key, size_t count, terse_dtype_t dtype, bool *created = nullptr);
+    void *acquire(const FeedbackKey &key, size_t count, terse_dtype_t dtype, bool *created = nullptr);
     // Forget the residual of key (e.g. after a failed call left it partial).
-    void drop(const void *key);
+    void drop(const FeedbackKey &key);
     void clear();
 
     size_t entries() const { return entries_.size(); }
     size_t bytes() const { return bytes_; }
+    size_t max_entries() const { return max_entries_; }
+    size_t max_bytes() const { return max_bytes_; }
 
-private:
+    // What terse_feedback_save writes and restore reads back
+    // (runtime/feedback_file.h), so that a restored store evicts as the
+    // saved one would have.
     struct Entry {
-        const void *key;
+        FeedbackKey key;
         size_t count;
         terse_dtype_t dtype;
-        uint64_t last_use;
+        uint64_t last_use;  // the store's clock at its last use
         std::unique_ptr<uint8_t[]> data;
         size_t nbytes;
     };
-    void evict_for(size_t incoming, const void *keep);
+    const std::vector<Entry> &contents() const { return entries_; }
+    uint64_t clock() const { return clock_; }
+    // Into an empty store being restored: a residual as saved, and the clock.
+    // Fails (with a message) when it breaks the store's limits or memory
+    // runs out.
+    Status restore_entry(const FeedbackKey &key, size_t count, terse_dtype_t dtype, uint64_t last_use,
+                         const void *data);
+    void restore_clock(uint64_t clock) { clock_ = clock; }
+
+private:
+    void evict_for(size_t incoming, const FeedbackKey *keep);
 
     size_t max_entries_;
     size_t max_bytes_;

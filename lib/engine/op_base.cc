@@ -128,14 +128,18 @@ Status OpBase::setup_feedback() {
     if (!env_.feedback || !env_.residuals || lossless_ || identity_ || !dtype_is_float(args_.dtype) ||
         plan_.schedule == Schedule::Trivial)
         return TERSE_OK;
+    FeedbackKey key = env_.feedback_key;
+    if (!key.keyed) return TERSE_OK;  // tag mode, no tag set for this call
+    if (key.mode == FeedbackKeyMode::Address)
+        key.id = reinterpret_cast<uintptr_t>(args_.in_place ? args_.recvbuf : args_.sendbuf);
     const size_t cnt = input_count();
-    const void *key = args_.in_place ? args_.recvbuf : args_.sendbuf;
     void *res = env_.residuals->acquire(key, cnt, args_.dtype);
     if (!res) return TERSE_OK;  // over the store's budget (logged there)
+    residual_key_ = key;
+    residual_held_ = true;
     Status s = adjusted_.reserve(cnt * esize_);
     if (s != TERSE_OK) {
         // The residual cannot be applied: dropped with the failed operation.
-        residual_key_ = key;
         fail_local(s, last_error());
         return s;
     }
@@ -143,7 +147,6 @@ Status OpBase::setup_feedback() {
     add_out(args_.dtype, adjusted_.data(), args_.sendbuf, res, cnt);
     std::memset(res, 0, cnt * esize_);
     residual_ = res;
-    residual_key_ = key;
     input_ = adjusted_.data();
     return TERSE_OK;
 }
@@ -342,10 +345,10 @@ void OpBase::guard_trip() {
 
 Status OpBase::finish_ok() {
     account();
-    if (poisoned_ && residual_key_) {
+    if (poisoned_ && residual_held_) {
         env_.residuals->drop(residual_key_);
         residual_ = nullptr;
-        residual_key_ = nullptr;
+        residual_held_ = false;
     }
     stage_ = Stage::Done;
     return final_status();
@@ -354,10 +357,10 @@ Status OpBase::finish_ok() {
 Status OpBase::finish_fatal(Status s) {
     std::string msg = last_error();
     account();
-    if (residual_key_) {
+    if (residual_held_) {
         env_.residuals->drop(residual_key_);
         residual_ = nullptr;
-        residual_key_ = nullptr;
+        residual_held_ = false;
     }
     // A fatal error outranks a poisoned state: report it as this rank's own.
     poisoned_ = true;

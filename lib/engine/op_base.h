@@ -246,7 +246,8 @@ private:
     uint32_t fail_origin_ = 0;
 
     void *residual_ = nullptr;
-    const void *residual_key_ = nullptr;
+    FeedbackKey residual_key_;
+    bool residual_held_ = false;  // residual_key_ names a residual this operation changes
     ScratchBuffer adjusted_;
 
     // Summable codecs: per-chunk statistics (MAX over ranks) + failure flag.

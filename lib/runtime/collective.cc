@@ -49,6 +49,7 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
     CollectiveChoice c;
     if (!st) return c;
     c.bytes = call_bytes(st, a);
+    c.feedback_key = st->feedback_keys.next(st->config.feedback_key, a.kind, a.dtype, a.count);
     // Once the error guard tripped, only the lossless slot may run (every
     // rank tripped at the same call, so all restrict alike).
     const bool tripped = st->guard.tripped && st->lossless_slot != CommState::kNoSlot;
@@ -152,6 +153,7 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     // A lossless slot has no error to feed back, and none runs after a trip.
     const bool feedback = slot.feedback && !st->guard.tripped;
     env.feedback = feedback;
+    env.feedback_key = choice.feedback_key;
     // The guard holds each call to the bound of the codec it runs (with
     // codec=auto the planner may run several lossy slots).
     if (st->guard.every && !(slot.desc()->flags & TERSE_CODEC_FLAG_LOSSLESS)) {

@@ -27,11 +27,15 @@ struct CollectiveChoice {
     size_t bytes = 0;        // the call's size as engine_eligible counts it
     bool probe_mpi = false;  // engine chosen, but a blocking call runs MPI to re-measure it (Selector::choose)
     Option option;
+    FeedbackKey feedback_key;  // its residual's key, decided here at issue (engine/feedback_key.h)
 };
 
 // Decide one call on st (ready): engine_eligible() for st's codecs, then
 // the planner.  Identical on every rank.  nonblocking: an MPI_I* call
-// (never the two-level schedule).
+// (never the two-level schedule).  Also decides the call's feedback key,
+// in issue order, whether or not the engine runs it, so that a call the
+// planner sends to the MPI library in one iteration moves no other call's
+// sequence key.
 CollectiveChoice collective_choose(CommState *st, const CollArgs &args, bool nonblocking = false);
 
 // Count a call at or above the pass-through floor that terse did not take

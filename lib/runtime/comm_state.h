@@ -26,6 +26,7 @@
 #include "config/tune_file.h"
 #include "codec/registry.h"
 #include "engine/coll_args.h"
+#include "engine/feedback_key.h"
 #include "engine/guard.h"
 #include "engine/op_memory.h"
 #include "engine/ports.h"
@@ -101,6 +102,7 @@ public:
     static constexpr size_t kNoSlot = SIZE_MAX;
     size_t lossless_slot = kNoSlot;            // index of a lossless slot in codecs, or kNoSlot
     std::unique_ptr<FeedbackStore> residuals;  // shared by the lossy slots
+    FeedbackKeyer feedback_keys;               // each call's residual key (feedback_key=)
     // TERSE_PLANNER=model: the measured model and each size class's choice
     // (engine/selection.h), made at agreement; null with the fixed planner
     // and with algorithm=two_level (whose schedule is fixed).
