@@ -160,15 +160,16 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
 }
 
 // Step 2 of a non-blocking call: start it on terse's engine (a generalized
-// request in *request) if it is eligible, else through pass().  A probe of
-// the MPI library (blocking calls only) is not taken here.
+// request in *request, priority prio: nb_take_priority) if it is eligible,
+// else through pass().  A probe of the MPI library (blocking calls only) is
+// not taken here.
 template <class Pass>
-int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, MPI_Request *request,
-                     Pass &&pass) {
+int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, int prio,
+                     MPI_Request *request, Pass &&pass) {
     return follow_route(comm, a, bytes, call, true, pass, [&](CommState *st, const CollectiveChoice &choice) {
-        Status s = nb_start(st, a, choice, call, request);
+        Status s = nb_start(st, a, choice, prio, call, request);
         // Operations of other communicators may wait for this thread's MPI.
-        if (s == TERSE_OK) nb_poll();
+        if (s == TERSE_OK) nb_poll(true);
         return mpi_code(comm, s, call);
     });
 }

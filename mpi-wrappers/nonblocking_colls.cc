@@ -2,7 +2,8 @@
 // MPI_Ireduce_scatter, MPI_Iallgather and MPI_Iallgatherv.  The same
 // decision as their blocking forms (dispatch.h); an eligible call returns
 // a generalized request that terse completes (runtime/nonblocking.h), an
-// ineligible one goes to PMPI untouched.
+// ineligible one goes to PMPI untouched.  Each takes the priority
+// terse_set_next_priority set for it, whichever serves it.
 #include "coll_map.h"
 #include "dispatch.h"
 #include "reentry_guard.h"
@@ -11,28 +12,31 @@ using namespace terse;
 
 extern "C" int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                               MPI_Comm comm, MPI_Request *request) {
+    const int prio = nb_take_priority(comm);
     auto pass = [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, request); };
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_allreduce(sendbuf, recvbuf, count, dt, op, &a, &bytes);
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
-    return start_collective(comm, a, bytes, "MPI_Iallreduce", request, pass);
+    return start_collective(comm, a, bytes, "MPI_Iallreduce", prio, request, pass);
 }
 
 extern "C" int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt,
                                          MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    const int prio = nb_take_priority(comm);
     auto pass = [&] { return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, request); };
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &a, &bytes);
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
-    return start_collective(comm, a, bytes, "MPI_Ireduce_scatter_block", request, pass);
+    return start_collective(comm, a, bytes, "MPI_Ireduce_scatter_block", prio, request, pass);
 }
 
 extern "C" int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt,
                                    MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    const int prio = nb_take_priority(comm);
     auto pass = [&] { return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, request); };
     CollArgs a;
     size_t bytes = 0;
@@ -40,11 +44,12 @@ extern "C" int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int
                                           &thread_vcounts());
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
-    return start_collective(comm, a, bytes, "MPI_Ireduce_scatter", request, pass);
+    return start_collective(comm, a, bytes, "MPI_Ireduce_scatter", prio, request, pass);
 }
 
 extern "C" int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    const int prio = nb_take_priority(comm);
     auto pass = [&] {
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     };
@@ -54,12 +59,13 @@ extern "C" int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype s
                                      &bytes);
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
-    return start_collective(comm, a, bytes, "MPI_Iallgather", request, pass);
+    return start_collective(comm, a, bytes, "MPI_Iallgather", prio, request, pass);
 }
 
 extern "C" int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                                MPI_Request *request) {
+    const int prio = nb_take_priority(comm);
     auto pass = [&] {
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
                                 request);
@@ -70,5 +76,5 @@ extern "C" int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype 
                                       &a, &bytes, &thread_vcounts());
     if (pass_at_once(takes, bytes)) return pass();
     ReentryGuard guard;
-    return start_collective(comm, a, bytes, "MPI_Iallgatherv", request, pass);
+    return start_collective(comm, a, bytes, "MPI_Iallgatherv", prio, request, pass);
 }

@@ -414,9 +414,10 @@ TEST(ConfigApply, UnknownKeySuggestsClosest) {
 }
 
 TEST(ConfigApply, KeysListed) {
-    const std::vector<std::string> want = {
-        "enable",       "codec",  "min_bytes", "chunk_bytes",  "pipeline_depth", "algorithm", "feedback",
-        "feedback_key", "verify", "guard",     "guard_budget", "tune_file",      "planner"};
+    const std::vector<std::string> want = {"enable",         "codec",     "min_bytes",    "chunk_bytes",
+                                           "pipeline_depth", "algorithm", "feedback",     "feedback_key",
+                                           "verify",         "guard",     "guard_budget", "tune_file",
+                                           "planner",        "nb_policy", "nb_inflight",  "nb_hold_us"};
     EXPECT_EQ(config_keys(), want);
 }
 
@@ -427,7 +428,7 @@ TEST(Canonical, Default) {
     EXPECT_EQ(
         cfg.canonical(),
         "enable=1 codec=none min_bytes=65536 chunk_bytes=1048576 pipeline_depth=4 "
-        "algorithm=auto feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model");
+        "algorithm=auto feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model nb_policy=priority nb_inflight=8 nb_hold_us=1000");
     EXPECT_EQ(cfg.hash(), fnv1a(cfg.canonical()));
     EXPECT_EQ(CommConfig{}.hash(), cfg.hash());
     // FNV-1a's published test vector pins the constants.
@@ -511,7 +512,7 @@ TEST(Environment, ReadsEverything) {
     EXPECT_EQ(
         d.canonical(),
         "enable=0 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=262144 pipeline_depth=8 "
-        "algorithm=ring feedback=0 feedback_key=address verify=1 guard=100 guard_budget=rel:0.001 tune_file= planner=model");
+        "algorithm=ring feedback=0 feedback_key=address verify=1 guard=100 guard_budget=rel:0.001 tune_file= planner=model nb_policy=priority nb_inflight=8 nb_hold_us=1000");
     EXPECT_EQ(g.plugin_path, "/a:/b");
     EXPECT_EQ(g.config_file, "/etc/terse.conf");
     EXPECT_EQ(g.stats, 2);
@@ -645,28 +646,20 @@ TEST(Environment, ProcessEnvironmentWhenNull) {
 
 TEST(Environment, VariableList) {
     const auto &v = config_environment_variables();
-    for (const char *n : {"TERSE_ENABLE",
-                          "TERSE_CODEC",
-                          "TERSE_MIN_BYTES",
-                          "TERSE_CHUNK_BYTES",
-                          "TERSE_PIPELINE_DEPTH",
-                          "TERSE_ALGORITHM",
-                          "TERSE_FEEDBACK",
-                          "TERSE_FEEDBACK_KEY",
-                          "TERSE_VERIFY",
-                          "TERSE_GUARD",
-                          "TERSE_GUARD_BUDGET",
-                          "TERSE_TUNE_FILE",
-                          "TERSE_PLANNER",
-                          "TERSE_PLUGIN_PATH",
-                          "TERSE_CONFIG",
-                          "TERSE_STATS",
-                          "TERSE_LOG",
-                          "TERSE_CAPTURE",
-                          "TERSE_CAPTURE_INTERVAL",
+    for (const char *n : {"TERSE_ENABLE",         "TERSE_CODEC",
+                          "TERSE_MIN_BYTES",      "TERSE_CHUNK_BYTES",
+                          "TERSE_PIPELINE_DEPTH", "TERSE_ALGORITHM",
+                          "TERSE_FEEDBACK",       "TERSE_FEEDBACK_KEY",
+                          "TERSE_VERIFY",         "TERSE_GUARD",
+                          "TERSE_GUARD_BUDGET",   "TERSE_TUNE_FILE",
+                          "TERSE_PLANNER",        "TERSE_NB_POLICY",
+                          "TERSE_NB_INFLIGHT",    "TERSE_NB_HOLD_US",
+                          "TERSE_PLUGIN_PATH",    "TERSE_CONFIG",
+                          "TERSE_STATS",          "TERSE_LOG",
+                          "TERSE_CAPTURE",        "TERSE_CAPTURE_INTERVAL",
                           "TERSE_NODE_KEY"})
         EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
-    EXPECT_EQ(v.size(), 20u);
+    EXPECT_EQ(v.size(), 23u);
 }
 
 // --------------------------------------------------------------------- config file
@@ -704,7 +697,7 @@ TEST(ConfigFileTest, GlobsApplyInFileOrder) {
     EXPECT_EQ(
         world.canonical(),
         "enable=1 codec=quantize:bits=8 min_bytes=32768 chunk_bytes=524288 "
-        "pipeline_depth=2 algorithm=auto feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model");
+        "pipeline_depth=2 algorithm=auto feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model nb_policy=priority nb_inflight=8 nb_hold_us=1000");
 
     CommConfig s12;
     ASSERT_EQ(f.apply("solver_12", &s12), TERSE_OK) << err();
@@ -942,7 +935,7 @@ TEST(Precedence, DefaultsEnvFileInfoOverrides) {
     EXPECT_EQ(
         c.canonical(),
         "enable=1 codec=none min_bytes=1024 chunk_bytes=131072 pipeline_depth=5 "
-        "algorithm=gather feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model");
+        "algorithm=gather feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model nb_policy=priority nb_inflight=8 nb_hold_us=1000");
 
     // A communicator no specific section matches keeps the env where the file is silent.
     CommConfig o = defaults;
@@ -950,7 +943,7 @@ TEST(Precedence, DefaultsEnvFileInfoOverrides) {
     EXPECT_EQ(
         o.canonical(),
         "enable=1 codec=quantize:bits=8 min_bytes=1024 chunk_bytes=131072 pipeline_depth=2 "
-        "algorithm=ring feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model");
+        "algorithm=ring feedback=default feedback_key=address verify=0 guard=0 guard_budget=off tune_file= planner=model nb_policy=priority nb_inflight=8 nb_hold_us=1000");
 }
 
 }  // namespace

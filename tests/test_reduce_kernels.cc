@@ -171,29 +171,58 @@ TEST(FeedbackStore, KeysShapesAndLru) {
     FeedbackStore fs(2, 1 << 20);
     int b1, b2, b3;
     const FeedbackKey k1 = address_key(&b1), k2 = address_key(&b2), k3 = address_key(&b3);
+    // One operation's use: acquire, then release when it is done.
+    const auto use = [&fs](const FeedbackKey &k, size_t n, terse_dtype_t dt, bool *created = nullptr) {
+        void *r = fs.acquire(k, n, dt, created);
+        if (r) fs.release(k);
+        return r;
+    };
     bool created = false;
-    float *r1 = static_cast<float *>(fs.acquire(k1, 4, TERSE_DTYPE_FLOAT32, &created));
+    float *r1 = static_cast<float *>(use(k1, 4, TERSE_DTYPE_FLOAT32, &created));
     ASSERT_TRUE(r1);
     EXPECT_TRUE(created);
     EXPECT_EQ(r1[3], 0.0f);
     r1[0] = 7;
-    EXPECT_EQ(fs.acquire(k1, 4, TERSE_DTYPE_FLOAT32, &created), r1);
+    EXPECT_EQ(use(k1, 4, TERSE_DTYPE_FLOAT32, &created), r1);
     EXPECT_FALSE(created);
     // Count change: a new, zeroed residual.
-    float *r1b = static_cast<float *>(fs.acquire(k1, 5, TERSE_DTYPE_FLOAT32, &created));
+    float *r1b = static_cast<float *>(use(k1, 5, TERSE_DTYPE_FLOAT32, &created));
     EXPECT_TRUE(created);
     EXPECT_EQ(r1b[0], 0.0f);
     EXPECT_EQ(fs.entries(), 1u);
-    fs.acquire(k2, 4, TERSE_DTYPE_FLOAT64);
-    fs.acquire(k1, 5, TERSE_DTYPE_FLOAT32);  // k1 most recent
-    fs.acquire(k3, 4, TERSE_DTYPE_FLOAT32);  // evicts k2
+    use(k2, 4, TERSE_DTYPE_FLOAT64);
+    use(k1, 5, TERSE_DTYPE_FLOAT32);  // k1 most recent
+    use(k3, 4, TERSE_DTYPE_FLOAT32);  // evicts k2
     EXPECT_EQ(fs.entries(), 2u);
-    fs.acquire(k2, 4, TERSE_DTYPE_FLOAT64, &created);
+    use(k2, 4, TERSE_DTYPE_FLOAT64, &created);
     EXPECT_TRUE(created);
     // Over the byte budget: no residual.
     EXPECT_EQ(fs.acquire(k1, 1 << 20, TERSE_DTYPE_FLOAT32), nullptr);
     fs.drop(k2);
     EXPECT_LE(fs.entries(), 2u);
+}
+
+// Operations in flight together: a residual in use is neither evicted nor
+// handed out twice; released, it is both again.
+TEST(FeedbackStore, ResidualsInUseArePinned) {
+    FeedbackStore fs(2, 1 << 20);
+    int b1, b2, b3;
+    const FeedbackKey k1 = address_key(&b1), k2 = address_key(&b2), k3 = address_key(&b3);
+    float *r1 = static_cast<float *>(fs.acquire(k1, 4, TERSE_DTYPE_FLOAT32));
+    float *r2 = static_cast<float *>(fs.acquire(k2, 4, TERSE_DTYPE_FLOAT32));
+    ASSERT_TRUE(r1 && r2);
+    r1[0] = 3;
+    EXPECT_EQ(fs.acquire(k1, 4, TERSE_DTYPE_FLOAT32), nullptr);  // a second operation on k1
+    EXPECT_EQ(fs.acquire(k3, 4, TERSE_DTYPE_FLOAT32), nullptr);  // both slots pinned: nothing evicted
+    EXPECT_EQ(r1[0], 3.0f);
+    EXPECT_EQ(fs.entries(), 2u);
+    fs.release(k2);
+    float *r3 = static_cast<float *>(fs.acquire(k3, 4, TERSE_DTYPE_FLOAT32));  // evicts k2, not k1
+    ASSERT_TRUE(r3);
+    fs.release(k1);
+    fs.release(k3);
+    EXPECT_EQ(fs.acquire(k1, 4, TERSE_DTYPE_FLOAT32), r1);
+    EXPECT_EQ(r1[0], 3.0f);
 }
 
 // Keys of different modes never name the same residual, even with equal ids.

@@ -59,6 +59,20 @@ void terse_version(int *major, int *minor, int *patch);
  */
 terse_status_t terse_comm_configure(MPI_Comm comm, const char *key, const char *value);
 
+/*
+ * The priority of the calling thread's next non-blocking collective on comm
+ * (MPI_Iallreduce, MPI_Ireduce_scatter_block, MPI_Ireduce_scatter,
+ * MPI_Iallgather, MPI_Iallgatherv); later calls get the default, 0.  Under
+ * nb_policy=priority a rank serves its operations in flight on comm highest
+ * priority first (ties: the earliest issued), preempting the others at
+ * chunk boundaries.  Training (PipeDAP): give the allgather whose result
+ * layer i needs priority -i, so that they run in layer order; leave the
+ * backward pass's reduce-scatters at 0, or give them their own ordering
+ * below the allgathers (e.g. INT_MIN / 2 + i).  Local: ranks may differ,
+ * and a call MPI serves ignores it.  See terse_set_next_priority(3).
+ */
+terse_status_t terse_set_next_priority(MPI_Comm comm, int priority);
+
 /* Effective configuration of comm as a canonical string, e.g.
  * "enable=1 codec=none min_bytes=65536 ...".  Local. */
 terse_status_t terse_comm_get_config(MPI_Comm comm, char *buf, size_t buflen);

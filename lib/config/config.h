@@ -69,6 +69,11 @@ const char *planner_name(PlannerMode p);
 // keys survive a restart (terse_feedback_save).
 enum class FeedbackKeyMode { Address = 0, Sequence = 1, Tag = 2 };
 const char *feedback_key_name(FeedbackKeyMode m);
+// How a rank serves its non-blocking operations in flight on a
+// communicator (runtime/nonblocking.h): fifo advances them all in issue
+// order; priority serves the highest priority (then the earliest issued)
+// and holds the others at a chunk boundary while it moves.
+enum class NbPolicy { Fifo, Priority };
 
 // Settings that apply to one communicator; must agree across its ranks.
 // Each field is a row of the key table (config_keys.cc); its initialiser is
@@ -87,6 +92,9 @@ struct CommConfig {
     ErrorBudget guard_budget;                  // guard_budget: allowed error; none: the codec's bound
     std::string tune_file;                     // tune_file: tuning file (tune_file.h); "" none
     PlannerMode planner = PlannerMode::Model;  // planner
+    NbPolicy nb_policy = NbPolicy::Priority;   // nb_policy: serving non-blocking operations
+    int nb_inflight = 8;                       // nb_inflight: non-blocking operations started at once
+    int nb_hold_us = 1000;                     // nb_hold_us: priority holds lower operations this long
 
     std::string canonical() const;  // "enable=1 codec=... min_bytes=..." in table order
     uint64_t hash() const;          // FNV-1a of canonical()

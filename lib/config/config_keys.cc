@@ -66,6 +66,7 @@ const config_value::Choice<FeedbackKeyMode> kFeedbackKey{
      {"sequence", FeedbackKeyMode::Sequence,
       "the call's place among calls of its shape since terse_feedback_step"},
      {"tag", FeedbackKeyMode::Tag, "terse_set_next_feedback_tag"}}};
+const config_value::Choice<NbPolicy> kNbPolicy{{{"priority", NbPolicy::Priority}, {"fifo", NbPolicy::Fifo}}};
 
 // One row: binds a name to a field of CommConfig (per communicator) or
 // GlobalConfig (process-wide) and to the kind of value it holds.  The
@@ -138,6 +139,14 @@ std::vector<ConfigKey> make_table() {
         row("planner", &CommConfig::planner, kPlanner, all,
             "model: per call the fastest of the MPI library, the lossless engine and the codec; "
             "fixed: always the codec"),
+        row("nb_policy", &CommConfig::nb_policy, kNbPolicy, all,
+            "non-blocking operations in flight: priority serves the highest priority "
+            "(terse_set_next_priority), then the earliest issued; fifo advances all in issue order"),
+        row("nb_inflight", &CommConfig::nb_inflight, Integer<int>{1, 64}, all,
+            "non-blocking operations started at once on a communicator; later ones queue"),
+        row("nb_hold_us", &CommConfig::nb_hold_us, Integer<int>{0, 1000000}, all,
+            "nb_policy=priority: an operation that moved within this many microseconds holds the ones "
+            "below it; one idle longer waits on a peer and lets them move"),
         // Process-wide, from the environment only.
         row("plugin_path", &GlobalConfig::plugin_path, Text{"colon-separated directories"}, env,
             "directories searched for codec plugins before the install directory"),

@@ -125,6 +125,9 @@ struct EngineEnv {
     const TuneEntry *tuned = nullptr;
     Link *link = nullptr;
     Control *control = nullptr;
+    // The closing agreement travels over link (link_agreement.h) instead
+    // of control: set for non-blocking operations, which end in any order.
+    bool close_on_link = false;
     // Where operations live (op_memory.h): the communicator's pool, so that
     // steady-state calls allocate nothing; null gives each operation memory
     // of its own (unit tests).
@@ -160,10 +163,16 @@ public:
     // message re-raised on the calling thread.
     Status advance(bool *done);
     bool finished() const { return finished_.load(std::memory_order_acquire); }
+    // Grows whenever the operation moved (a message posted or completed, a
+    // stage passed): a scheduler tells "waits on a peer" from "moving" by
+    // it (runtime/nonblocking.h).  On the thread advancing it.
+    uint64_t activity() const { return activity_; }
+    void note_activity() { ++activity_; }
 
 private:
     std::atomic<bool> busy_{false};
     std::atomic<bool> finished_{false};
+    uint64_t activity_ = 0;
     Status final_ = TERSE_OK;
     std::string final_msg_;
 };

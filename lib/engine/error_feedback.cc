@@ -18,7 +18,8 @@ void FeedbackStore::evict_for(size_t incoming, const FeedbackKey *keep) {
     while (!entries_.empty() && (entries_.size() + 1 > max_entries_ || bytes_ + incoming > max_bytes_)) {
         auto victim = entries_.end();
         for (auto it = entries_.begin(); it != entries_.end(); ++it)
-            if (!(keep && it->key.same(*keep)) && (victim == entries_.end() || it->last_use < victim->last_use))
+            if (!it->pins && !(keep && it->key.same(*keep)) &&
+                (victim == entries_.end() || it->last_use < victim->last_use))
                 victim = it;
         if (victim == entries_.end()) break;
         bytes_ -= victim->nbytes;
@@ -31,8 +32,13 @@ void *FeedbackStore::acquire(const FeedbackKey &key, size_t count, terse_dtype_t
     const size_t nbytes = count * dtype_size(dtype);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         if (!it->key.same(key)) continue;
+        if (it->pins) {  // in use by an operation still in flight
+            skipped("its residual is in use by another operation in flight");
+            return nullptr;
+        }
         if (it->count == count && it->dtype == dtype) {
             it->last_use = ++clock_;
+            it->pins = 1;
             return it->data.get();
         }
         // Same key, different shape: a different buffer now.
@@ -49,11 +55,16 @@ void *FeedbackStore::acquire(const FeedbackKey &key, size_t count, terse_dtype_t
         return nullptr;
     }
     evict_for(nbytes, &key);
+    if (entries_.size() + 1 > max_entries_ || bytes_ + nbytes > max_bytes_) {
+        skipped("every residual the store may keep is in use by operations in flight");
+        return nullptr;
+    }
     Entry e;
     e.key = key;
     e.count = count;
     e.dtype = dtype;
     e.last_use = ++clock_;
+    e.pins = 1;
     e.nbytes = nbytes;
     e.data.reset(new (std::nothrow) uint8_t[nbytes ? nbytes : 1]);
     if (!e.data) return nullptr;
@@ -67,6 +78,20 @@ void *FeedbackStore::acquire(const FeedbackKey &key, size_t count, terse_dtype_t
     bytes_ += nbytes;
     if (created) *created = true;
     return p;
+}
+
+void FeedbackStore::skipped(const char *why) {
+    if (warned_busy_) return;
+    warned_busy_ = true;
+    TERSE_LOG_INFO("error feedback skipped for a call: %s", why);
+}
+
+void FeedbackStore::release(const FeedbackKey &key) {
+    for (Entry &e : entries_)
+        if (e.key.same(key)) {
+            if (e.pins > 0) --e.pins;
+            return;
+        }
 }
 
 void FeedbackStore::drop(const FeedbackKey &key) {

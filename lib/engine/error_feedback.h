@@ -11,6 +11,10 @@
 // starts from zero.  At most kMaxEntries residuals and kMaxBytes bytes are
 // kept; the least recently used one is dropped first.
 // A buffer larger than kMaxBytes gets no feedback (logged once at info level).
+// Several non-blocking operations may be in flight on a communicator: a
+// residual an operation acquired is pinned until it releases it, and is
+// neither evicted nor handed to a second operation meanwhile (that one runs
+// without feedback, logged once, as when the budget is full of pinned ones).
 // The user's send buffer is never modified: the engine adds the residual to a
 // private copy of the input.
 //
@@ -45,10 +49,14 @@ public:
     FeedbackStore &operator=(const FeedbackStore &) = delete;
 
     // The residual of the buffer (count elements of dtype), zero-filled when
-    // new or when count/dtype changed.  nullptr when it would not fit the
-    // byte budget or memory ran out (the call then runs without feedback).
+    // new or when count/dtype changed, pinned until release(key).  nullptr
+    // when it would not fit the byte budget, another operation holds it, or
+    // memory ran out (the call then runs without feedback).
     void *acquire(const FeedbackKey &key, size_t count, terse_dtype_t dtype, bool *created = nullptr);
-    // Forget the residual of key (e.g. after a failed call left it partial).
+    // The operation that acquired key is done with it.
+    void release(const FeedbackKey &key);
+    // Forget the residual of key (e.g. after a failed call left it partial);
+    // by the operation holding it, which need not release it then.
     void drop(const FeedbackKey &key);
     void clear();
 
@@ -65,6 +73,7 @@ public:
         size_t count;
         terse_dtype_t dtype;
         uint64_t last_use;  // the store's clock at its last use
+        int pins = 0;       // operations in flight using it (acquire .. release)
         std::unique_ptr<uint8_t[]> data;
         size_t nbytes;
     };
@@ -79,12 +88,13 @@ public:
 
 private:
     void evict_for(size_t incoming, const FeedbackKey *keep);
+    void skipped(const char *why);  // logs once why a call got no residual
 
     size_t max_entries_;
     size_t max_bytes_;
     size_t bytes_ = 0;
     uint64_t clock_ = 0;
-    bool warned_ = false;
+    bool warned_ = false, warned_busy_ = false;
     std::vector<Entry> entries_;
 };
 

@@ -38,6 +38,7 @@ OpBase::~OpBase() {
     if (agree_req_.active) env_.control->wait(&agree_req_);
     if (close_req_.active) env_.control->wait(&close_req_);
     if (!accounted_) account();
+    if (residual_held_) env_.residuals->release(residual_key_);
 }
 
 size_t OpBase::input_count() const {
@@ -196,6 +197,13 @@ void OpBase::apply_agreement() {
 }
 
 Status OpBase::progress(bool *done) {
+    const Stage before = stage_;
+    Status s = progress_stages(done);
+    if (stage_ != before) note_activity();
+    return s;
+}
+
+Status OpBase::progress_stages(bool *done) {
     *done = false;
     if (stage_ == Stage::Done) {
         *done = true;
@@ -240,7 +248,11 @@ Status OpBase::progress(bool *done) {
     }
     if (stage_ == Stage::Close) {
         Status s = TERSE_OK;
-        if (!env_.control->test(&close_req_, &s)) return TERSE_OK;
+        bool moved = false;
+        const bool closed = env_.close_on_link ? close_link_.test(&s, &moved)
+                                               : env_.control->test(&close_req_, &s);
+        if (moved) note_activity();
+        if (!closed) return TERSE_OK;
         if (s != TERSE_OK) return finish_fatal(s);
         if (close_[0] > 0 && !poisoned_) fail_remote(uint32_t(close_[0]) - 1);
         if (close_[1] > 0 && !poisoned_) guard_trip();
@@ -285,7 +297,9 @@ Status OpBase::post_close() {
     close_[3] = t_encode_ + t_decode_;
     close_[4] = wire_raw_ ? double(wire_) / double(wire_raw_) : 1.0;
     const size_t count = env_.observed ? 5 : guard_check_ ? 2 : 1;
-    Status s = env_.control->iallreduce(close_, close_, count, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &close_req_);
+    Status s = env_.close_on_link ? close_link_.start(env_, close_, count)
+                                  : env_.control->iallreduce(close_, close_, count, TERSE_DTYPE_FLOAT64,
+                                                             TERSE_OP_MAX, &close_req_);
     if (s != TERSE_OK) return s;
     stage_ = Stage::Close;
     return TERSE_OK;

@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "codec/frame.h"
+#include "engine/link_agreement.h"
 #include "engine/message_tag.h"
 #include "engine/ports.h"
 #include "engine/planner.h"
@@ -89,7 +90,8 @@ public:
 
     Status progress(bool *done) final;
     bool waits_on_control() const final {
-        return stage_ == Stage::Agree || stage_ == Stage::Check || stage_ == Stage::Close;
+        return stage_ == Stage::Agree || stage_ == Stage::Check ||
+               (stage_ == Stage::Close && !env_.close_on_link);
     }
 
     // Send accounting (the ring stream calls it for every frame it sends).
@@ -219,6 +221,7 @@ protected:
     double t_encode_ = 0, t_decode_ = 0;
 
 private:
+    Status progress_stages(bool *done);
     bool take_injected_hop(bool allgather_phase, size_t hop, size_t nhops, size_t all_hop, size_t all_hops);
     Status run_begin();
     Status finish_ok();
@@ -260,6 +263,7 @@ private:
     // operation's time, codec time and wire ratio (the planner's input).
     double close_[5] = {0, 0, 0, 0, 0};
     ControlRequest close_req_;
+    LinkMax close_link_;  // instead of close_req_ with env_.close_on_link
 
     std::optional<Verifier> verifier_;
     // The error guard, on the calls it checks (guard.h).

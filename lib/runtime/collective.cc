@@ -177,6 +177,8 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     if (s != TERSE_OK) return s;
     env.link = st->link.get();
     env.control = control ? control : st->control.get();
+    // Non-blocking operations end in any order (runtime/nonblocking.h).
+    env.close_on_link = nonblocking;
     env.memory = st->op_memory.get();
     // A non-blocking call runs the flat schedules: the two-level node stages
     // post MPI collectives on the node communicators, which the progress

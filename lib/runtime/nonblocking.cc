@@ -31,7 +31,10 @@ struct NbCall {
     const char *call = "";
     std::vector<size_t> counts, displs;
     OpHandle op;
-    bool started = false;                 // under q->mu
+    int priority = 0;
+    uint64_t ticket = 0;                  // its place in issue order
+    uint64_t seen_activity = 0;           // op->activity() when it last moved (under q->mu)
+    double moved_at = 0;                  // when it last moved (under q->mu)
     std::atomic<bool> finished{false};    // its operation ended (status final)
     std::atomic<bool> completing{false};  // taken by the thread that completes the request
     Status status = TERSE_OK;
@@ -87,9 +90,12 @@ void kick() {
     g.cv.notify_one();
 }
 
-// Starts the front call of q.  Under q->mu.
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Starts c, the oldest waiting call of q.  Under q->mu.
 void start_call(NbQueue *q, NbCall *c) {
-    c->started = true;
     Status s = collective_start(c->st, c->args, c->choice, Priority::Normal, &c->op, nullptr, true,
                                 q->control.get());
     if (s != TERSE_OK) {
@@ -97,51 +103,102 @@ void start_call(NbQueue *q, NbCall *c) {
         c->msg = last_error();
         c->op.reset();
     }
+    c->moved_at = now();
 }
 
-void note_finished(NbCall *c) {
+void note_finished(NbQueue *q, NbCall *c) {
+    ++q->finished;
+    TERSE_LOG_DEBUG("non-blocking: %s #%llu (priority %d) on %s finished %llu-th", c->call,
+                    (unsigned long long)c->ticket, c->priority, c->st->describe().c_str(),
+                    (unsigned long long)q->finished);
     c->finished.store(true, std::memory_order_release);
     g.running.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-// Starts and advances q's calls in order, as far as they go without
-// waiting.  Under q->mu.  Returns how many finished; *waits_on_mpi says
-// whether the front one now waits only for the MPI control plane.
-unsigned advance_queue(NbQueue *q, bool *waits_on_mpi) {
+// Whether a serves before b under the priority policy.
+bool serves_before(const NbCall *a, const NbCall *b) {
+    return a->priority != b->priority ? a->priority > b->priority : a->ticket < b->ticket;
+}
+
+// Starts q's waiting calls in issue order while fewer than q->inflight run.
+// Under q->mu.  Returns how many of them finished at once (failed starts).
+unsigned start_waiting(NbQueue *q) {
     unsigned n = 0;
+    while (!q->waiting.empty() && q->active.size() < q->inflight) {
+        NbCall *c = q->waiting.front();
+        q->waiting.pop_front();
+        start_call(q, c);
+        if (!c->op) {
+            note_finished(q, c);
+            ++n;
+            continue;
+        }
+        q->active.push_back(c);  // tickets grow: active stays in issue order
+    }
+    return n;
+}
+
+// Starts what q may start and advances its started calls once, as the
+// policy says (nonblocking.h); with control_only just those waiting on the
+// MPI control plane (an application thread issuing a call: it does the MPI
+// steps only it may do, and leaves the data to the progress thread, so
+// that issuing stays cheap).  Under q->mu.  Returns how many finished;
+// *waits_on_mpi says whether every running one now waits only for the MPI
+// control plane.
+unsigned advance_queue(NbQueue *q, bool *waits_on_mpi, bool control_only = false) {
+    unsigned n = start_waiting(q);
     *waits_on_mpi = false;
-    while (!q->calls.empty()) {
-        NbCall *c = q->calls.front();
-        if (!c->started) start_call(q, c);
-        if (c->op) {
-            bool done = false;
-            Status s = c->op->advance(&done);
-            if (!done) {
-                *waits_on_mpi = c->op->waits_on_control();
-                break;
-            }
+    if (q->active.empty()) return n;
+    std::vector<NbCall *> order(q->active);
+    if (q->policy == NbPolicy::Priority) std::stable_sort(order.begin(), order.end(), serves_before);
+    const double t = now();
+    bool all_on_mpi = true, held = false;
+    for (NbCall *c : order) {
+        if (held || (control_only && !c->op->waits_on_control())) {
+            // Preempted: it stays at its chunk boundary while one above moves.
+            all_on_mpi = false;
+            continue;
+        }
+        bool done = false;
+        Status s = c->op->advance(&done);
+        if (done) {
             c->status = s;
             if (s != TERSE_OK) c->msg = last_error();
+            q->active.erase(std::find(q->active.begin(), q->active.end(), c));
+            note_finished(q, c);
+            ++n;
+            continue;
         }
-        q->calls.pop_front();
-        note_finished(c);
-        ++n;
+        const bool on_mpi = c->op->waits_on_control();
+        if (!on_mpi) all_on_mpi = false;
+        if (c->op->activity() != c->seen_activity) {
+            c->seen_activity = c->op->activity();
+            c->moved_at = t;
+        }
+        // Work-conserving: the ones below advance while this one waits on
+        // the control plane or on a peer.
+        if (q->policy == NbPolicy::Priority && !on_mpi && t - c->moved_at < q->hold_s) held = true;
     }
+    *waits_on_mpi = all_on_mpi && !q->active.empty();
+    if (n) n += start_waiting(q);
     return n;
 }
 
 // Everything q holds, finished, on an application thread.  Under q->mu.
 void drain_locked(NbQueue *q) {
-    while (!q->calls.empty()) {
-        NbCall *c = q->calls.front();
-        if (!c->started) start_call(q, c);
-        if (c->op) {
-            Status s = engine_wait(c->op.get());
-            c->status = s;
-            if (s != TERSE_OK) c->msg = last_error();
+    NbBackoff backoff;
+    while (!q->waiting.empty() || !q->active.empty()) {
+        bool on_mpi = false;
+        unsigned moved = advance_queue(q, &on_mpi);
+        if (Transport *t = Transport::get()) moved += t->progress();
+        if (moved) {
+            backoff.reset();
+            continue;
         }
-        q->calls.pop_front();
-        note_finished(c);
+        // The MPI library progresses the control plane only when called,
+        // and never signals the transport's events.
+        if (on_mpi) sched_yield();
+        else backoff.idle();
     }
 }
 
@@ -149,7 +206,7 @@ void drain_locked(NbQueue *q) {
 // whether every running call waits for the MPI control plane.  wait: take
 // the pass lock even when another thread holds it (else skip the pass: an
 // MPI_Test must not wait for the progress thread's encoding).
-unsigned advance_all(bool *blocked, bool wait = true) {
+unsigned advance_all(bool *blocked, bool wait = true, bool control_only = false) {
     std::unique_lock<std::mutex> pass(g.pass_mu, std::defer_lock);
     if (wait) pass.lock();
     else if (!pass.try_lock()) {
@@ -165,8 +222,8 @@ unsigned advance_all(bool *blocked, bool wait = true) {
             continue;
         }
         bool w = false;
-        n += advance_queue(q, &w);
-        if (!q->calls.empty() && !w) all_wait = false;
+        n += advance_queue(q, &w, control_only);
+        if ((!q->active.empty() || !q->waiting.empty()) && !w) all_wait = false;
     }
     *blocked = all_wait;
     return n;
@@ -287,7 +344,7 @@ void nb_init(int provided, int (*error_code)(Status)) {
     g.stop = false;
 }
 
-Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, const char *call,
+Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, int prio, const char *call,
                 MPI_Request *request) {
     Status s = TERSE_OK;
     NbQueue *q = queue_of(st, &s);
@@ -312,6 +369,7 @@ Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &cho
     c->st = st;
     c->q = q;
     c->call = call;
+    c->priority = prio;
     if (PMPI_Grequest_start(query_fn, free_fn, cancel_fn, c, &c->greq) != MPI_SUCCESS) {
         delete c;
         return set_error(TERSE_ERR_MPI, "terse: %s: MPI_Grequest_start failed", call);
@@ -329,12 +387,15 @@ Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &cho
         }
     }
     {
-        // Started at once when it is the front call, so the MPI steps of
-        // its start run here, on the application's thread.
+        // Started at once when there is room, so the MPI steps of its
+        // start run here, on the application's thread.
         std::lock_guard<std::mutex> lk(q->mu);
-        q->calls.push_back(c);
-        bool w = false;
-        advance_queue(q, &w);
+        q->policy = st->config.nb_policy;
+        q->inflight = size_t(std::max(1, st->config.nb_inflight));
+        q->hold_s = 1e-6 * st->config.nb_hold_us;
+        c->ticket = q->issued++;
+        q->waiting.push_back(c);
+        start_waiting(q);
     }
     *request = c->greq;
     kick();
@@ -343,10 +404,10 @@ Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &cho
 
 bool nb_pending() { return g.pending.load(std::memory_order_acquire) > 0; }
 
-void nb_poll() {
+void nb_poll(bool issuing) {
     if (!nb_pending()) return;
     bool blocked = false;
-    advance_all(&blocked, false);
+    advance_all(&blocked, false, issuing);
     complete_finished();
     if (g.running.load(std::memory_order_acquire) > 0) kick();
 }
@@ -398,6 +459,27 @@ void nb_finalize() {
     }
     for (NbQueue *q : queues)
         if (q->ctl_comm != MPI_COMM_NULL) PMPI_Comm_free(&q->ctl_comm);
+}
+
+namespace {
+
+// The priority terse_set_next_priority set for this thread's next
+// non-blocking call, and on which communicator.
+struct NextPriority {
+    MPI_Comm comm = MPI_COMM_NULL;
+    int prio = 0;
+};
+thread_local NextPriority t_next;
+
+}  // namespace
+
+void nb_set_next_priority(MPI_Comm comm, int prio) { t_next = NextPriority{comm, prio}; }
+
+int nb_take_priority(MPI_Comm comm) {
+    if (__builtin_expect(t_next.comm == MPI_COMM_NULL, 1) || t_next.comm != comm) return 0;
+    const int p = t_next.prio;
+    t_next = NextPriority{};
+    return p;
 }
 
 void NbBackoff::idle() {

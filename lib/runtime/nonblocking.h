@@ -7,14 +7,38 @@
 //    library's own requests, free it while active (MPI_Request_free) or
 //    ask its status.  terse completes it (PMPI_Grequest_complete) once its
 //    operation finished; its query function reports the outcome.
-//  - Order.  Operations of one communicator run one at a time, in the
-//    order they were issued (MPI's order of collectives on a communicator,
-//    the same on every rank), so the engine's sequence numbers and tags
-//    stay correct however blocking and non-blocking calls interleave: a
-//    blocking call on a communicator first finishes its queued operations.
-//    Their control plane (the agreements of OpBase) runs on a private
-//    duplicate of the communicator, made at the first non-blocking call
-//    on it, so that it can never match the application's own collectives.
+//  - Order and scheduling.  Operations of one communicator are started in
+//    issue order (MPI's order of collectives on a communicator, the same
+//    on every rank: it gives each its sequence number and message tags)
+//    as long as fewer than nb_inflight of them run; later ones queue,
+//    holding no pipeline buffers, so memory stays bounded however many are
+//    outstanding.  The started ones advance together, chunk by chunk: with
+//    nb_policy=fifo every one in issue order on each pass; with
+//    nb_policy=priority (the default) the highest priority first
+//    (terse_set_next_priority; ties: the earliest issued), and an
+//    operation is advanced only while every one above it is waiting: on
+//    the MPI control plane, or on a peer (it moved nothing for
+//    nb_hold_us).  So a higher priority preempts at a chunk boundary,
+//    and the schedule stays work-conserving.  The rule that keeps this
+//    deadlock-free however each rank orders its work: (1) every MPI step
+//    of an operation (the agreements of OpBase) is posted when the
+//    operation starts, on the private duplicate `ctl_comm`, and starts
+//    follow issue order, so every rank posts the same sequence of MPI
+//    collectives there, which MPI completes whatever order they are tested
+//    in; (2) the one agreement at an operation's end (its outcome) travels
+//    over the operation's own tagged messages (engine/link_agreement.h),
+//    which match nothing else; (3) every other message is tagged with the
+//    operation's sequence number.  No operation then waits for a later-
+//    issued one, and a rank holds an operation back only while another
+//    one moves, never indefinitely: by induction over issue order, the
+//    earliest unfinished operation finishes on every rank, which frees a
+//    start for the next.  Preemption is a local choice of which operation
+//    this rank advances; it needs no agreement, because no rank's
+//    progress depends on the order in which another rank serves its
+//    operations.  The control plane's duplicate is made at the first
+//    non-blocking call on a communicator, so it can never match the
+//    application's own collectives.  A blocking call on a communicator
+//    first finishes its non-blocking operations.
 //  - Progress.  A progress thread moves the operations while the
 //    application computes; it sleeps on a condition variable when nothing
 //    is in flight and on the transport's events while something is, so it
@@ -29,30 +53,40 @@
 
 #include "engine/coll_args.h"
 #include "runtime/collective.h"
+#include "config/config.h"
 #include "runtime/comm_state.h"
 #include "util/status.h"
 
 #include <mpi.h>
 
 #include <deque>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace terse {
 
 struct NbCall;  // nonblocking.cc
 
 // A communicator's non-blocking operations (CommState::nb): issued and not
-// yet finished, the front one running.
+// yet finished.
 struct NbQueue {
     NbQueue() = default;
     ~NbQueue();
     NbQueue(const NbQueue &) = delete;
     NbQueue &operator=(const NbQueue &) = delete;
 
-    std::mutex mu;  // held while its operations are started or advanced
-    std::deque<NbCall *> calls;
-    MPI_Comm ctl_comm = MPI_COMM_NULL;  // the private duplicate for the control plane
+    std::mutex mu;                         // held while its operations are started or advanced
+    std::deque<NbCall *> waiting;          // issued, not started: they start in this (issue) order
+    std::vector<NbCall *> active;          // started, not finished, in issue order
+    NbPolicy policy = NbPolicy::Priority;  // the communicator's nb_policy at its last call
+    size_t inflight = 8;                   // its nb_inflight: the most started at once
+    double hold_s = 0.001;                 // its nb_hold_us, in seconds
+    uint64_t issued = 0;                   // calls issued (their tickets)
+    uint64_t finished = 0;                 // calls finished (their place in completion order)
+    MPI_Comm ctl_comm = MPI_COMM_NULL;     // the private duplicate for the control plane
     std::unique_ptr<Control> control;
 };
 
@@ -65,15 +99,25 @@ void nb_init(int provided, int (*error_code)(Status));
 void nb_finalize();
 
 // Start a non-blocking collective that the engine runs on st (ready and
-// eligible); call names it in messages.  args' counts and displs are copied.
-Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, const char *call,
+// eligible), with priority prio (nb_take_priority); call names it in
+// messages.  args' counts and displs are copied.
+Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, int prio, const char *call,
                 MPI_Request *request);
+
+// terse_set_next_priority: the priority of the calling thread's next
+// non-blocking collective on comm.  nb_take_priority, at the start of every
+// non-blocking collective (served by terse or not), returns it and forgets
+// it, or returns 0 (the default) when none was set for comm.
+void nb_set_next_priority(MPI_Comm comm, int prio);
+int nb_take_priority(MPI_Comm comm);
 
 // Whether any request is not yet completed for MPI (cheap: one load).
 bool nb_pending();
 // From an application thread inside an MPI call: advance operations, start
-// queued ones, complete the requests of finished ones.
-void nb_poll();
+// queued ones, complete the requests of finished ones.  issuing: from a
+// call that just issued an operation: only the MPI steps (operations
+// waiting on the control plane) and completing requests, not the data.
+void nb_poll(bool issuing = false);
 // Block until st's queued operations finished (before a blocking call on
 // st, a change of its configuration, or its release).  From an application
 // thread.

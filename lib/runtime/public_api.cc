@@ -1,5 +1,6 @@
 // The public C API of include/terse/terse.h.  Errors are returned, with a
 // message for terse_last_error(); nothing here throws across the boundary.
+#include "runtime/nonblocking.h"
 #include "runtime/comm_state.h"
 #include "config/config.h"
 
@@ -47,6 +48,12 @@ extern "C" terse_status_t terse_comm_configure(MPI_Comm comm, const char *key, c
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "terse_comm_configure: out of memory");
     }
+}
+
+extern "C" terse_status_t terse_set_next_priority(MPI_Comm comm, int priority) {
+    if (comm == MPI_COMM_NULL) return set_error(TERSE_ERR_INVALID, "terse_set_next_priority: MPI_COMM_NULL");
+    nb_set_next_priority(comm, priority);
+    return TERSE_OK;
 }
 
 extern "C" terse_status_t terse_comm_get_config(MPI_Comm comm, char *buf, size_t buflen) {

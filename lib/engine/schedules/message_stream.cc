@@ -143,6 +143,7 @@ Status MessageStream::progress(bool *done) {
             any = true;
         }
         if (!any) break;
+        op_->note_activity();
     }
     *done = this->done();
     return TERSE_OK;
