@@ -1,5 +1,6 @@
 #!/bin/sh
-# The model planner under mpirun: results match PMPI whatever it chooses,
+# The model planner under mpirun: results match PMPI whatever it chooses
+# (bitwise, or for float sums on 3+ ranks within the rounding of the sum),
 # every rank makes the same choices (the same decision lines in
 # TERSE_LOG=debug, the same counts), TERSE_STATS shows each size class, and
 # TERSE_CODEC=auto's errors name the candidate and what is accepted.
