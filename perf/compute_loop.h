@@ -27,34 +27,33 @@ static inline void compute_loop_run(double units) {
     compute_loop_sink = s;
 }
 
-/* Units per second, measured on every rank of `comm` at once (so ranks that
- * share cores calibrate as they will run) and averaged over the ranks: the
- * median of five runs of about 20 ms each. */
+/* Units per second, measured on every rank of `comm` at once and averaged
+ * over the ranks: all ranks start together and compute for the same window
+ * of wall time, so ranks that share cores calibrate as they will run (a
+ * rank that calibrated alone while the others still slept in a barrier
+ * would count a whole core).  The median of three windows of 0.2 s. */
 static inline double compute_loop_calibrate(MPI_Comm comm) {
-    PMPI_Barrier(comm);
-    double n = 64;
-    for (;;) {
-        double t0 = MPI_Wtime();
-        compute_loop_run(n);
-        if (MPI_Wtime() - t0 >= 0.02) break;
-        n *= 2;
-    }
-    double rate[5];
-    for (int k = 0; k < 5; k++) {
-        double t0 = MPI_Wtime();
-        compute_loop_run(n);
-        double dt = MPI_Wtime() - t0;
-        rate[k] = n / (dt > 0 ? dt : 1e-9);
-        for (int m = k; m > 0 && rate[m] < rate[m - 1]; m--) {
-            double t = rate[m];
-            rate[m] = rate[m - 1];
-            rate[m - 1] = t;
+    double rate[3];
+    for (int k = 0; k < 3; k++) {
+        PMPI_Barrier(comm);
+        double t0 = MPI_Wtime(), t = t0, units = 0;
+        while (t - t0 < 0.2) {
+            compute_loop_run(64);
+            units += 64;
+            t = MPI_Wtime();
         }
+        rate[k] = units / (t - t0);
     }
+    double mid = rate[0] > rate[1] ? (rate[1] > rate[2]   ? rate[1]
+                                      : rate[0] > rate[2] ? rate[2]
+                                                          : rate[0])
+                                   : (rate[0] > rate[2]   ? rate[0]
+                                      : rate[1] > rate[2] ? rate[2]
+                                                          : rate[1]);
     int size = 1;
     double sum = 0;
     MPI_Comm_size(comm, &size);
-    PMPI_Allreduce(&rate[2], &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+    PMPI_Allreduce(&mid, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
     return sum / size;
 }
 

@@ -312,12 +312,31 @@ static void idle_phase(const options_t *o, const char *name, int compute, double
     fflush(stdout);
 }
 
+/* Threads of this process (Linux /proc), -1 where unknown: shows whether a
+ * progress thread was started. */
+static int thread_count(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1) break;
+    fclose(f);
+    return n;
+}
+
 static void run_idle(const options_t *o, const float *send, float *recv, double units_per_s) {
+    int before = thread_count(), after, range[2];
     one_iallreduce(send, recv, (int)(o->max_bytes / sizeof(float)));
+    after = thread_count();
+    PMPI_Reduce(&before, &range[0], 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(&after, &range[1], 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     if (world_rank == 0) {
         printf("# Idle cost after one MPI_Iallreduce of %zu bytes: %g s of each phase\n", o->max_bytes,
                o->idle_seconds);
+        printf("# Threads per rank (most over ranks): %d before the MPI_Iallreduce, %d after\n", range[0],
+               range[1]);
         printf("# cpu = CPU seconds per wall second (user + system, whole process); other = the same\n"
                "# without the main thread (helper and progress threads); switches = context switches/s\n");
         if (o->csv) printf("phase,wall_s,cpu_avg,cpu_max,other_avg,other_max,switches_avg,switches_max\n");

@@ -121,6 +121,11 @@ if [ -n "$inside" ]; then
             idle) bin=$osu args="-m 16M:16M -I $idle" ;;
             esac
             (unset LD_PRELOAD; run_one "$bench.plain.$r" "$bin" "$args")
+            if [ $bench = sim ]; then
+                # terse's runs do the work of the plain run: its compute-loop rate.
+                loop=$(sed -n 's/^# Compute loop: \([0-9.e+]*\) units.*/\1/p' "$workdir/sim.plain.$r.csv")
+                [ -n "$loop" ] && args="$args --loop-rate $loop"
+            fi
             i=0
             for c in "${codecs[@]}"; do
                 i=$((i + 1))

@@ -161,6 +161,7 @@ static const char *const mode_names[MODE_COUNT] = {"compute", "blocking", "iallr
 typedef struct options {
     const char *model;
     double batch, flops, scale;
+    double loop_rate; /* compute-loop units per second; 0: calibrate */
     double first_bucket_mib, bucket_mib;
     int steps, warmup, rounds, poll;
     int modes[MODE_COUNT], nmodes;
@@ -181,6 +182,8 @@ static void usage(void) {
            "  --steps N         timed steps per mode and round (default 3)\n"
            "  --warmup N        untimed steps per mode and round (default 1)\n"
            "  --rounds N        rounds over the modes, interleaved (default 3)\n"
+           "  --loop-rate R     compute-loop units per second instead of calibrating (the\n"
+           "                    rate another run printed: the same work in both runs)\n"
            "  --poll N          MPI_Testall calls on the outstanding requests during each\n"
            "                    layer's compute (default 0)\n"
            "  --thread LEVEL    multiple (default, as frameworks' communication threads\n"
@@ -259,6 +262,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
         } else if (strcmp(a, "--batch") == 0) o->batch = parse_double(a, v, 0);
         else if (strcmp(a, "--flops") == 0) o->flops = parse_double(a, v, 0);
         else if (strcmp(a, "--scale") == 0) o->scale = parse_double(a, v, 0);
+        else if (strcmp(a, "--loop-rate") == 0) o->loop_rate = parse_double(a, v, 0);
         else if (strcmp(a, "--bucket-mib") == 0) o->bucket_mib = parse_double(a, v, 0);
         else if (strcmp(a, "--first-bucket-mib") == 0) o->first_bucket_mib = parse_double(a, v, 0);
         else if (strcmp(a, "--modes") == 0) parse_modes(o, v);
@@ -513,7 +517,8 @@ static void print_header(const sim_t *s, int provided, double units_per_s) {
     printf("# Compute: batch %g, %.3g FLOP forward per sample, backward 2x; %.3g FLOP/s per rank"
            " -> %.1f ms of compute per step\n",
            o->batch, flops, o->flops, 3 * flops * o->batch / o->flops * 1e3);
-    printf("# Compute loop: %.3g units/s calibrated on every rank at once; --poll %d\n", units_per_s, o->poll);
+    printf("# Compute loop: %.6g units/s %s; --poll %d\n", units_per_s,
+           o->loop_rate > 0 ? "given (--loop-rate)" : "calibrated on every rank at once", o->poll);
     printf("# Decoupled allgathers: %s\n", s->set_priority ? "terse_set_next_priority(comm, layers - index)"
                                                            : "no terse_set_next_priority: run as issued");
     printf("# Step time: slowest rank, mean of %d steps after %d warm-up, median over %d interleaved rounds\n",
@@ -553,7 +558,7 @@ int main(int argc, char **argv) {
 
     sim_t s;
     build_sim(&s, &o);
-    double units_per_s = compute_loop_calibrate(MPI_COMM_WORLD);
+    double units_per_s = o.loop_rate > 0 ? o.loop_rate : compute_loop_calibrate(MPI_COMM_WORLD);
     s.units_per_flop = units_per_s / o.flops;
     if (world_rank == 0) {
         print_header(&s, provided, units_per_s);
