@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
+#include "bench_mpi.h"
 
 /* Mirror of terse_comm_stats_t from <terse/terse.h>.  Kept local so the
  * benchmark builds and runs without terse; the size argument of
@@ -42,7 +42,6 @@ typedef struct bench_terse_stats {
 } bench_terse_stats_t;
 typedef int (*stats_fn)(MPI_Comm, bench_terse_stats_t *, size_t);
 typedef int (*stats_reset_fn)(MPI_Comm);
-typedef void (*version_fn)(int *, int *, int *);
 
 enum data_kind { DATA_LAPLACE, DATA_GAUSS, DATA_SMOOTH, DATA_FILE };
 enum out_format { OUT_TABLE, OUT_CSV };
@@ -63,15 +62,7 @@ typedef struct options {
 
 static int world_rank, world_size;
 
-static void die(const char *fmt, const char *arg) {
-    if (world_rank == 0) {
-        fprintf(stderr, "terse-osu-allreduce: ");
-        fprintf(stderr, fmt, arg);
-        fputc('\n', stderr);
-    }
-    MPI_Finalize();
-    exit(EXIT_FAILURE);
-}
+static void die(const char *fmt, const char *arg) { bench_die("terse-osu-allreduce", fmt, arg); }
 
 static void usage(void) {
     if (world_rank != 0) return;
@@ -110,19 +101,10 @@ static void parse_options(int argc, char **argv, options_t *o) {
     opterr = 0;
     while ((c = getopt(argc, argv, "m:i:x:fd:t:s:ce:L:o:h")) != -1) {
         switch (c) {
-        case 'm': {
-            char buf[128];
-            snprintf(buf, sizeof buf, "%s", optarg);
-            char *colon = strchr(buf, ':');
-            if (colon) {
-                *colon = '\0';
-                if (!bench_parse_size(buf, &o->min_bytes) || !bench_parse_size(colon + 1, &o->max_bytes))
-                    die("-m: expected MIN:MAX in bytes (e.g. 1M:64M), got \"%s\"", optarg);
-            } else if (!bench_parse_size(buf, &o->max_bytes)) {
+        case 'm':
+            if (!bench_parse_range(optarg, &o->min_bytes, &o->max_bytes))
                 die("-m: expected MIN:MAX in bytes (e.g. 1M:64M), got \"%s\"", optarg);
-            }
             break;
-        }
         case 'i':
             if (!bench_parse_int(optarg, &o->iterations) || o->iterations < 1)
                 die("-i: expected a positive iteration count, got \"%s\"", optarg);
@@ -380,27 +362,12 @@ static result_t run_size(const options_t *o, size_t count, void *sendbuf, void *
 
 /* ---------------------------------------------------------------- output */
 
-static void print_header(const options_t *o, double tol, int have_terse) {
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    /* Only the first line: Open MPI appends its repository and date. */
-    char *nl = strchr(lib, '\n');
-    if (nl) *nl = '\0';
-    const char *codec = getenv("TERSE_CODEC");
+static void print_header(const options_t *o, double tol) {
     printf("# terse-osu-allreduce: MPI_Allreduce(MPI_SUM) latency\n");
-    printf("# MPI library: %s\n", lib);
+    bench_print_libraries();
     printf("# Ranks: %d\n", world_size);
     printf("# Datatype: %s\n", o->use_double ? "MPI_DOUBLE" : "MPI_FLOAT");
     printf("# Data: %s\n", kind_name(o));
-    if (have_terse) {
-        int ma = 0, mi = 0, pa = 0;
-        version_fn v = (version_fn)dlsym(RTLD_DEFAULT, "terse_version");
-        if (v) v(&ma, &mi, &pa);
-        printf("# terse: %d.%d.%d loaded, TERSE_CODEC=%s\n", ma, mi, pa, codec ? codec : "(unset)");
-    } else {
-        printf("# terse: not loaded (plain MPI)%s%s\n", codec ? ", TERSE_CODEC=" : "", codec ? codec : "");
-    }
     if (o->time_limit > 0) printf("# Time limit per size: %g s of timed iterations\n", o->time_limit);
     if (o->check) printf("# Check: identical bits on every rank and MaxRelErr <= %g\n", tol);
     if (o->format == OUT_CSV) {
@@ -476,7 +443,7 @@ int main(int argc, char **argv) {
     }
     memset(recvbuf, 0, o.max_bytes);
 
-    if (world_rank == 0) print_header(&o, tol, get_stats != NULL);
+    if (world_rank == 0) print_header(&o, tol);
     int failed = 0;
     for (size_t bytes = 1; bytes <= o.max_bytes; bytes *= 2) {
         if (bytes < min_bytes) continue;

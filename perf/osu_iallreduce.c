@@ -35,10 +35,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "bench_util.h"
+#include "bench_mpi.h"
 #include "compute_loop.h"
-
-typedef void (*version_fn)(int *, int *, int *);
 
 typedef struct options {
     size_t min_bytes, max_bytes;
@@ -53,15 +51,7 @@ typedef struct options {
 
 static int world_rank, world_size;
 
-static void die(const char *fmt, const char *arg) {
-    if (world_rank == 0) {
-        fprintf(stderr, "terse-osu-iallreduce: ");
-        fprintf(stderr, fmt, arg);
-        fputc('\n', stderr);
-    }
-    MPI_Finalize();
-    exit(EXIT_FAILURE);
-}
+static void die(const char *fmt, const char *arg) { bench_die("terse-osu-iallreduce", fmt, arg); }
 
 static void usage(void) {
     if (world_rank != 0) return;
@@ -93,19 +83,10 @@ static void parse_options(int argc, char **argv, options_t *o) {
     opterr = 0;
     while ((c = getopt(argc, argv, "m:i:x:t:fL:MI:o:h")) != -1) {
         switch (c) {
-        case 'm': {
-            char buf[128];
-            snprintf(buf, sizeof buf, "%s", optarg);
-            char *colon = strchr(buf, ':');
-            if (colon) {
-                *colon = '\0';
-                if (!bench_parse_size(buf, &o->min_bytes) || !bench_parse_size(colon + 1, &o->max_bytes))
-                    die("-m: expected MIN:MAX in bytes (e.g. 1M:16M), got \"%s\"", optarg);
-            } else if (!bench_parse_size(buf, &o->max_bytes)) {
+        case 'm':
+            if (!bench_parse_range(optarg, &o->min_bytes, &o->max_bytes))
                 die("-m: expected MIN:MAX in bytes (e.g. 1M:16M), got \"%s\"", optarg);
-            }
             break;
-        }
         case 'i':
             if (!bench_parse_int(optarg, &o->iterations) || o->iterations < 1)
                 die("-i: expected a positive iteration count, got \"%s\"", optarg);
@@ -351,24 +332,10 @@ static void run_idle(const options_t *o, const float *send, float *recv, double 
 /* ---------------------------------------------------------------- output */
 
 static void print_header(const options_t *o, int provided, double units_per_s) {
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    char *nl = strchr(lib, '\n'); /* Open MPI appends its repository and date */
-    if (nl) *nl = '\0';
-    const char *codec = getenv("TERSE_CODEC");
-    version_fn v = (version_fn)dlsym(RTLD_DEFAULT, "terse_version");
     printf("# terse-osu-iallreduce: MPI_Iallreduce(MPI_SUM, MPI_FLOAT) overlap\n");
-    printf("# MPI library: %s\n", lib);
+    bench_print_libraries();
     printf("# Ranks: %d\n", world_size);
     printf("# Thread level: %s\n", provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE" : "below multiple");
-    if (v) {
-        int ma = 0, mi = 0, pa = 0;
-        v(&ma, &mi, &pa);
-        printf("# terse: %d.%d.%d loaded, TERSE_CODEC=%s\n", ma, mi, pa, codec ? codec : "(unset)");
-    } else {
-        printf("# terse: not loaded (plain MPI)\n");
-    }
     printf("# Compute loop: %.3g units/s calibrated on every rank at once; MPI_Test calls: %d\n", units_per_s,
            o->tests);
     if (o->idle_seconds > 0) return;

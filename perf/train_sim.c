@@ -48,23 +48,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
+#include "bench_mpi.h"
 #include "compute_loop.h"
 
 typedef int (*priority_fn)(MPI_Comm, int);
-typedef void (*version_fn)(int *, int *, int *);
 
 static int world_rank, world_size;
 
-static void die(const char *fmt, const char *arg) {
-    if (world_rank == 0) {
-        fprintf(stderr, "terse-train-sim: ");
-        fprintf(stderr, fmt, arg);
-        fputc('\n', stderr);
-    }
-    MPI_Finalize();
-    exit(EXIT_FAILURE);
-}
+static void die(const char *fmt, const char *arg) { bench_die("terse-train-sim", fmt, arg); }
 
 /* ---------------------------------------------------------------- models */
 
@@ -490,26 +481,12 @@ static double run_step(sim_t *s, enum mode mode) {
 static void print_header(const sim_t *s, int provided, double units_per_s) {
     const options_t *o = s->o;
     const model_t *m = &s->model;
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    char *nl = strchr(lib, '\n');
-    if (nl) *nl = '\0';
     double params = 0, flops = 0;
     for (int i = 0; i < m->n; i++) params += (double)m->layers[i].params, flops += m->layers[i].fwd_flops;
-    const char *codec = getenv("TERSE_CODEC");
-    version_fn v = (version_fn)dlsym(RTLD_DEFAULT, "terse_version");
     printf("# terse-train-sim: one data-parallel training step (backward, then the next forward)\n");
-    printf("# MPI library: %s\n", lib);
+    bench_print_libraries();
     printf("# Ranks: %d, thread level %s\n", world_size,
            provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE" : "below multiple");
-    if (v) {
-        int ma = 0, mi = 0, pa = 0;
-        v(&ma, &mi, &pa);
-        printf("# terse: %d.%d.%d loaded, TERSE_CODEC=%s\n", ma, mi, pa, codec ? codec : "(unset)");
-    } else {
-        printf("# terse: not loaded (plain MPI)\n");
-    }
     printf(
         "# Model: %s x %g scale: %d layers, %.0f float gradients (%.1f MiB) in %d buckets (caps %g / %g MiB)\n",
         o->model, o->scale, m->n, params, params * 4 / 1048576.0, s->nbuckets, o->first_bucket_mib * o->scale,
