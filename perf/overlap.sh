@@ -34,6 +34,7 @@ Usage: perf/overlap.sh [options]
   --only LIST      comma-separated of osu,sim,idle (default all three)
   --build DIR      terse build tree (default: $top/build)
   --no-netns       no namespace and no shaping (no root needed); still TCP over lo
+  --keep DIR       also copy every run's raw output (CSV and stderr) to DIR
   -h, --help       this help
 Environment: MPIRUN (default mpirun), MPIRUN_ARGS (extra mpirun options),
 TERSE_* (passed to the terse runs).  The idle runs set TERSE_PLANNER=fixed
@@ -43,7 +44,7 @@ EOF
 }
 die() { echo "$prog: $*" >&2; exit 2; }
 
-np=4 rate=1gbit repeat=1 build="" use_netns=1 inside="" workdir="" idle=5 only=osu,sim,idle
+np=4 rate=1gbit repeat=1 build="" use_netns=1 inside="" workdir="" idle=5 only=osu,sim,idle keep=""
 osu_args="-m 16M:16M -i 5 -x 1" sim_args="--scale 0.125"
 codecs=()
 need() { [ "$2" -ge 2 ] || die "$1 needs a value (see --help)"; }
@@ -59,6 +60,7 @@ while [ $# -gt 0 ]; do
     --only) need "$1" $#; only=$2; shift 2 ;;
     --build) need "$1" $#; build=$2; shift 2 ;;
     --no-netns) use_netns=0; shift ;;
+    --keep) need "$1" $#; keep=$2; shift 2 ;;
     --inside) need "$1" $#; inside=1; workdir=$2; shift 2 ;;   # internal: run inside the namespace
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument \"$1\"" ;;
@@ -82,12 +84,7 @@ plugin_path=${plugin_path%:}
 for f in "$osu" "$sim"; do [ -x "$f" ] || die "$f not found (build it: make -C $build/perf)"; done
 [ -f "$libterse" ] || die "libterse.so not found at $libterse"
 
-mpirun_cmd=${MPIRUN:-mpirun}
-command -v "$mpirun_cmd" >/dev/null 2>&1 || die "mpirun not found (install openmpi-bin or set MPIRUN)"
-mpi_flags=(--oversubscribe --bind-to none)
-[ "$(id -u)" = 0 ] && mpi_flags+=(--allow-run-as-root)
-tcp_flags=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
-ucx_envs=(-x TERSE_UCX_TLS="${TERSE_UCX_TLS:-tcp}" -x TERSE_UCX_NET_DEVICES="${TERSE_UCX_NET_DEVICES:-lo}")
+. "$here/mpirun-tcp.sh"
 
 # --------------------------------------------------- inside the namespace
 if [ -n "$inside" ]; then
@@ -107,9 +104,7 @@ if [ -n "$inside" ]; then
     terse_envs() {  # codec -> the -x list of a terse run
         envs=(-x LD_PRELOAD="$libterse" -x TERSE_CODEC="$1"
               -x TERSE_PLUGIN_PATH="$plugin_path${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}" "${ucx_envs[@]}")
-        for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
-            case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) ;; *) envs+=(-x "$v") ;; esac
-        done
+        terse_passthrough
     }
     for r in $(seq 1 "$repeat"); do
         echo "round $r/$repeat (np=$np, rate=$rate):" >&2
@@ -149,6 +144,9 @@ if [ "$use_netns" = 1 ]; then
 else
     rate="host-lo"
     "${inner[@]}" || exit $?
+fi
+if [ -n "$keep" ]; then
+    mkdir -p "$keep" && cp "$workdir"/*.csv "$workdir"/*.err "$keep"/ || die "--keep: cannot copy to $keep"
 fi
 
 # ------------------------------------------------------------ outside: tables
@@ -223,19 +221,33 @@ fi
 
 if wants sim; then
     echo
-    echo "## Training step (terse-train-sim $sim_args): step ms (speedup vs plain-MPI blocking)"
+    echo "## Training step (terse-train-sim $sim_args): step ms (speedup vs plain-MPI blocking of the same round)"
     sed -n 's/^# \(Model\|Compute\|Decoupled\)/#   \1/p' "$workdir/sim.plain.1.csv" 2>/dev/null
     report_failures sim
     printf '%-12s' "Mode"; for l in "${labels[@]}"; do printf ' %26s' "$l"; done; echo
+    # The speedup is the median over rounds of that round's ratio: every
+    # round calibrates its compute anew (terse's runs reuse the plain run's
+    # rate), so step times are comparable inside a round, not across rounds.
+    speedup() {  # config mode
+        local r b v
+        for r in $(seq 1 "$repeat"); do
+            b=$(awk -F, '$1 == "blocking" { print $2 }' "$workdir/sim.plain.$r.csv")
+            v=$(awk -F, -v m="$2" '$1 == m { print $2 }' "$workdir/sim.$1.$r.csv")
+            [ -n "$b" ] && [ -n "$v" ] && echo "$b $v"
+        done | awk '{ x[++n] = $1 / $2 }
+            END {
+                if (!n) exit
+                for (a = 2; a <= n; a++) for (b = a; b > 1 && x[b] < x[b - 1]; b--) { t = x[b]; x[b] = x[b - 1]; x[b - 1] = t }
+                printf "%.2f", n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+            }'
+    }
     declare -A st
     for n in "${names[@]}"; do st[$n]=$(median "sim.$n" 2); done
-    base=$(lookup "${st[plain]}" blocking)
     for m in $(awk '{ print $1 }' <<<"${st[plain]}"); do
         printf '%-12s' "$m"
         for n in "${names[@]}"; do
             v=$(lookup "${st[$n]}" "$m")
-            if [ -n "$v" ] && [ -n "$base" ]; then printf ' %26s' "$(awk -v v="$v" -v b="$base" 'BEGIN { printf "%.1f (%.2fx)", v, b / v }')"
-            elif [ -n "$v" ]; then printf ' %26s' "$v"
+            if [ -n "$v" ]; then printf ' %26s' "$(printf '%.1f (%sx)' "$v" "$(speedup "$n" "$m")")"
             else printf ' %26s' "-"; fi
         done
         echo
