@@ -5,7 +5,9 @@
  *  - pure communication time: MPI_Iallreduce + MPI_Wait, nothing between;
  *  - compute time: a busy loop calibrated to last the pure communication
  *    time, run between MPI_Iallreduce and MPI_Wait (with -t N, N MPI_Test
- *    calls spread evenly through it, OSU's -t);
+ *    calls spread evenly through it, OSU's -t); re-calibrated per size and
+ *    then after every iteration from the time it took, so that the match
+ *    holds while a shared host's load drifts;
  *  - overall time: MPI_Iallreduce to the end of MPI_Wait around that compute;
  *  - overlap % = max(0, 100 * (1 - (overall - compute) / pure)).
  * Times are averaged over iterations, then over ranks (OSU's Avg).
@@ -225,9 +227,15 @@ static result_t run_size(const options_t *o, size_t bytes, const float *send, fl
         MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
         double c0 = MPI_Wtime();
         compute_with_tests(units, o->tests, &req);
-        compute += MPI_Wtime() - c0;
+        double took = MPI_Wtime() - c0;
+        compute += took;
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         overall += MPI_Wtime() - t0;
+        /* Keep the compute matched to the pure time while the host's load
+         * drifts (it swings by tens of percent on a shared machine): the
+         * next iteration's work follows this one's mean time over ranks. */
+        double mean = mean_over_ranks(took);
+        if (mean > 0 && units >= 1) units *= pure_s / mean;
     }
     double overall_us = overall * 1e6 / iters;
     res.overall_us = mean_over_ranks(overall_us);
