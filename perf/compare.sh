@@ -152,13 +152,7 @@ plugin_present() {
     return 1
 }
 
-mpirun_cmd=${MPIRUN:-mpirun}
-command -v "$mpirun_cmd" >/dev/null 2>&1 || die "mpirun not found (install openmpi-bin or set MPIRUN)"
-mpi_flags=(--oversubscribe --bind-to none)
-[ "$(id -u)" = 0 ] && mpi_flags+=(--allow-run-as-root)
-# Both runs: Open MPI on TCP over the (shaped) loopback, never shared memory.
-tcp_flags=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
-ucx_envs=(-x TERSE_UCX_TLS="${TERSE_UCX_TLS:-tcp}" -x TERSE_UCX_NET_DEVICES="${TERSE_UCX_NET_DEVICES:-lo}")
+. "$here/mpirun-tcp.sh"
 if [ -n "$nodes" ]; then
     # netns-nodes.sh exports the hosts, the rsh agent and btl_tcp_if_include
     # (the data network); Open MPI uses shared memory inside a node, and so
@@ -213,13 +207,7 @@ if [ -n "$inside" ]; then
                 label "terse${side:+ ($side build)} codec=$c" "$rep"
                 envs=(-x LD_PRELOAD="$lib" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$pp${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
                       ${ucx_envs[@]+"${ucx_envs[@]}"})
-                for v in $(env | sed -n 's/^\(TERSE_[A-Za-z0-9_]*\)=.*/\1/p'); do
-                    case "$v" in TERSE_CODEC|TERSE_PLUGIN_PATH|TERSE_UCX_TLS|TERSE_UCX_NET_DEVICES) continue ;; esac
-                    if [ "$side" = ref ]; then
-                        case " ${ref_unset[*]-} " in *" $v "*) continue ;; esac
-                    fi
-                    envs+=(-x "$v")
-                done
+                if [ "$side" = ref ]; then terse_passthrough ${ref_unset[@]+"${ref_unset[@]}"}; else terse_passthrough; fi
                 # Local ranks inherit mpirun's whole environment, -x or not:
                 # what the reference build must not see is unset around it.
                 if [ "$side" = ref ] && [ ${#ref_unset[@]} -gt 0 ]; then

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_mpi.h"
+
 /* Mirror of terse_comm_stats_t from <terse/terse.h>.  Kept local so the
  * benchmark builds and runs without terse; the size argument of
  * terse_comm_stats() lets terse check that the layouts agree. */
@@ -40,7 +42,6 @@ typedef struct bench_terse_stats {
 } bench_terse_stats_t;
 typedef int (*stats_fn)(MPI_Comm, bench_terse_stats_t *, size_t);
 typedef int (*stats_reset_fn)(MPI_Comm);
-typedef void (*version_fn)(int *, int *, int *);
 
 enum data_kind { DATA_LAPLACE, DATA_GAUSS, DATA_SMOOTH, DATA_FILE };
 enum out_format { OUT_TABLE, OUT_CSV };
@@ -61,15 +62,7 @@ typedef struct options {
 
 static int world_rank, world_size;
 
-static void die(const char *fmt, const char *arg) {
-    if (world_rank == 0) {
-        fprintf(stderr, "terse-osu-allreduce: ");
-        fprintf(stderr, fmt, arg);
-        fputc('\n', stderr);
-    }
-    MPI_Finalize();
-    exit(EXIT_FAILURE);
-}
+static void die(const char *fmt, const char *arg) { bench_die("terse-osu-allreduce", fmt, arg); }
 
 static void usage(void) {
     if (world_rank != 0) return;
@@ -94,32 +87,6 @@ static void usage(void) {
            "are over ranks.  BusBW = size/avg * 2(n-1)/n (nccl-tests).  WireRatio needs terse.\n");
 }
 
-/* "64M" -> 67108864.  Returns 0 on a malformed value. */
-static int parse_size(const char *s, size_t *out) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno) return 0;
-    unsigned long long mul = 1;
-    if (*end == 'k' || *end == 'K') mul = 1ULL << 10, end++;
-    else if (*end == 'm' || *end == 'M') mul = 1ULL << 20, end++;
-    else if (*end == 'g' || *end == 'G') mul = 1ULL << 30, end++;
-    if (*end == 'i' || *end == 'I') end++; /* "KiB" style */
-    if (*end == 'b' || *end == 'B') end++;
-    if (*end != '\0') return 0;
-    *out = (size_t)(v * mul);
-    return 1;
-}
-
-static int parse_int(const char *s, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < 0 || v > 100000000) return 0;
-    *out = (int)v;
-    return 1;
-}
-
 static void parse_options(int argc, char **argv, options_t *o) {
     memset(o, 0, sizeof *o);
     o->min_bytes = 0;
@@ -134,25 +101,16 @@ static void parse_options(int argc, char **argv, options_t *o) {
     opterr = 0;
     while ((c = getopt(argc, argv, "m:i:x:fd:t:s:ce:L:o:h")) != -1) {
         switch (c) {
-        case 'm': {
-            char buf[128];
-            snprintf(buf, sizeof buf, "%s", optarg);
-            char *colon = strchr(buf, ':');
-            if (colon) {
-                *colon = '\0';
-                if (!parse_size(buf, &o->min_bytes) || !parse_size(colon + 1, &o->max_bytes))
-                    die("-m: expected MIN:MAX in bytes (e.g. 1M:64M), got \"%s\"", optarg);
-            } else if (!parse_size(buf, &o->max_bytes)) {
+        case 'm':
+            if (!bench_parse_range(optarg, &o->min_bytes, &o->max_bytes))
                 die("-m: expected MIN:MAX in bytes (e.g. 1M:64M), got \"%s\"", optarg);
-            }
             break;
-        }
         case 'i':
-            if (!parse_int(optarg, &o->iterations) || o->iterations < 1)
+            if (!bench_parse_int(optarg, &o->iterations) || o->iterations < 1)
                 die("-i: expected a positive iteration count, got \"%s\"", optarg);
             break;
         case 'x':
-            if (!parse_int(optarg, &o->warmup)) die("-x: expected a warmup count >= 0, got \"%s\"", optarg);
+            if (!bench_parse_int(optarg, &o->warmup)) die("-x: expected a warmup count >= 0, got \"%s\"", optarg);
             break;
         case 'f': o->full = 1; break;
         case 'd':
@@ -210,49 +168,9 @@ static void parse_options(int argc, char **argv, options_t *o) {
 
 /* ------------------------------------------------------------------ data */
 
-/* splitmix64 seeds xoshiro256**: a fast generator with a fixed, portable
- * sequence, so every run sees the same data. */
-typedef struct rng {
-    uint64_t s[4];
-} rng_t;
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-static void rng_seed(rng_t *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-static inline uint64_t rng_next(rng_t *r) {
-    uint64_t *s = r->s, result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-/* Uniform in (0, 1), never 0 so logs are finite. */
-static inline double rng_unit(rng_t *r) { return ((rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
 static double rng_gauss(rng_t *r) {
     double u = rng_unit(r), v = rng_unit(r);
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-/* Gradients of a network differ in scale from layer to layer by orders of
- * magnitude and are Laplace-like (most values tiny, a few large) inside a
- * layer; "layers" here are blocks of 64 Ki elements. */
-#define LAYER_ELEMS 65536
-static void fill_laplace(double *x, size_t n, rng_t *r) {
-    double b = 1e-3;
-    for (size_t i = 0; i < n; i++) {
-        if (i % LAYER_ELEMS == 0) b = pow(10.0, -4.0 + 2.0 * rng_unit(r)); /* 1e-4 .. 1e-2 */
-        double u = rng_unit(r) - 0.5;
-        x[i] = (u < 0 ? 1 : -1) * b * log(1.0 - 2.0 * fabs(u));
-    }
 }
 
 static void fill_gauss(double *x, size_t n, rng_t *r) {
@@ -444,27 +362,12 @@ static result_t run_size(const options_t *o, size_t count, void *sendbuf, void *
 
 /* ---------------------------------------------------------------- output */
 
-static void print_header(const options_t *o, double tol, int have_terse) {
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    /* Only the first line: Open MPI appends its repository and date. */
-    char *nl = strchr(lib, '\n');
-    if (nl) *nl = '\0';
-    const char *codec = getenv("TERSE_CODEC");
+static void print_header(const options_t *o, double tol) {
     printf("# terse-osu-allreduce: MPI_Allreduce(MPI_SUM) latency\n");
-    printf("# MPI library: %s\n", lib);
+    bench_print_libraries();
     printf("# Ranks: %d\n", world_size);
     printf("# Datatype: %s\n", o->use_double ? "MPI_DOUBLE" : "MPI_FLOAT");
     printf("# Data: %s\n", kind_name(o));
-    if (have_terse) {
-        int ma = 0, mi = 0, pa = 0;
-        version_fn v = (version_fn)dlsym(RTLD_DEFAULT, "terse_version");
-        if (v) v(&ma, &mi, &pa);
-        printf("# terse: %d.%d.%d loaded, TERSE_CODEC=%s\n", ma, mi, pa, codec ? codec : "(unset)");
-    } else {
-        printf("# terse: not loaded (plain MPI)%s%s\n", codec ? ", TERSE_CODEC=" : "", codec ? codec : "");
-    }
     if (o->time_limit > 0) printf("# Time limit per size: %g s of timed iterations\n", o->time_limit);
     if (o->check) printf("# Check: identical bits on every rank and MaxRelErr <= %g\n", tol);
     if (o->format == OUT_CSV) {
@@ -540,7 +443,7 @@ int main(int argc, char **argv) {
     }
     memset(recvbuf, 0, o.max_bytes);
 
-    if (world_rank == 0) print_header(&o, tol, get_stats != NULL);
+    if (world_rank == 0) print_header(&o, tol);
     int failed = 0;
     for (size_t bytes = 1; bytes <= o.max_bytes; bytes *= 2) {
         if (bytes < min_bytes) continue;
