@@ -26,6 +26,7 @@
 
 #include "reentry_guard.h"
 
+#include "device/mem_kind.h"
 #include "engine/coll_args.h"
 #include "runtime/collective.h"
 #include "runtime/comm_state.h"
@@ -50,13 +51,28 @@ int report_error(MPI_Comm comm, Status status, const char *call);
 // Start terse after PMPI_Init / PMPI_Init_thread succeeded.
 void start_runtime(int provided);
 
+// A call in CUDA device memory that terse does not take goes to the MPI
+// library as it is (nothing stages it through host memory yet, so an MPI
+// library that cannot read device memory fails on it as it would without
+// terse), counted for the statistics.
+inline void count_if_device(const CollArgs &a) {
+    if (__builtin_expect(a.mem == TERSE_MEM_CUDA, 0)) device::count_device_call_passed();
+}
+
 // Step 1.  takes: the datatype, operation and count have engine
 // equivalents; bytes: the call's size as engine_eligible counts it (read
-// only when takes).  True when the call goes to PMPI now: passed straight
-// (counted), or made from inside terse (ReentryGuard; not counted).
-inline bool pass_at_once(bool takes, size_t bytes) {
+// only when takes); sendbuf (may be MPI_IN_PLACE) and recvbuf: the call's
+// buffers, whose memory kind goes to a->mem (device/mem_kind.h: without a
+// CUDA driver, one predictable branch).  True when the call goes to PMPI
+// now: passed straight (counted), or made from inside terse (ReentryGuard;
+// not counted).
+inline bool pass_at_once(bool takes, size_t bytes, const void *sendbuf, const void *recvbuf, CollArgs *a) {
+    a->mem = device::mem_kind_of_call(
+        sendbuf == MPI_IN_PLACE ? TERSE_MEM_HOST : device::buffer_mem_kind(sendbuf, 0),
+        device::buffer_mem_kind(recvbuf, 0));
     if (!takes || pass_below_gate(bytes)) {
         count_straight_pass();
+        count_if_device(*a);
         return true;
     }
     return ReentryGuard::active();
@@ -132,9 +148,23 @@ int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *cal
     CollectiveChoice choice;
     int rc = MPI_SUCCESS;
     const Route route = route_collective(comm, a, bytes, call, nonblocking, &st, &choice, &rc);
+    if (route == Route::Pass || route == Route::PassTimed) count_if_device(a);
     if (route == Route::Pass) return pass();
     if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
     if (route == Route::Failed) return rc;
+    // The memory kind is this rank's own (MPI does not require it to match
+    // across ranks), so it never changes the route: a call in device memory
+    // that the engine takes fails here, on this rank, rather than part from
+    // its peers (they run the engine, which host code cannot do on device
+    // memory).  Staging it through host memory is what will take it.
+    if (__builtin_expect(a.mem == TERSE_MEM_CUDA, 0))
+        return report_error(comm,
+                            set_error(TERSE_ERR_UNSUPPORTED,
+                                      "terse: %s in CUDA device memory: terse does not run calls in device "
+                                      "memory on its engine yet; raise min_bytes or set enable=0 for this "
+                                      "communicator so that such calls go to the MPI library",
+                                      call),
+                            call);
     return engine(st, choice);
 }
 

@@ -17,7 +17,7 @@ extern "C" int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_allreduce(sendbuf, recvbuf, count, dt, op, &a, &bytes);
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Iallreduce", prio, request, pass);
 }
@@ -29,7 +29,7 @@ extern "C" int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &a, &bytes);
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Ireduce_scatter_block", prio, request, pass);
 }
@@ -42,7 +42,7 @@ extern "C" int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int
     size_t bytes = 0;
     const bool takes = map_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &a, &bytes,
                                           &thread_vcounts());
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Ireduce_scatter", prio, request, pass);
 }
@@ -57,7 +57,7 @@ extern "C" int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype s
     size_t bytes = 0;
     const bool takes = map_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a,
                                      &bytes);
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Iallgather", prio, request, pass);
 }
@@ -74,7 +74,7 @@ extern "C" int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype 
     size_t bytes = 0;
     const bool takes = map_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
                                       &a, &bytes, &thread_vcounts());
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return start_collective(comm, a, bytes, "MPI_Iallgatherv", prio, request, pass);
 }

@@ -14,7 +14,7 @@ extern "C" int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int 
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &a, &bytes);
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return run_collective(comm, a, bytes, "MPI_Reduce_scatter_block", pass);
 }
@@ -26,7 +26,7 @@ extern "C" int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int 
     size_t bytes = 0;
     const bool takes = map_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &a, &bytes,
                                           &thread_vcounts());
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return run_collective(comm, a, bytes, "MPI_Reduce_scatter", pass);
 }
@@ -38,7 +38,7 @@ extern "C" int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype se
     size_t bytes = 0;
     const bool takes = map_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a,
                                      &bytes);
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return run_collective(comm, a, bytes, "MPI_Allgather", pass);
 }
@@ -52,7 +52,7 @@ extern "C" int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype s
     size_t bytes = 0;
     const bool takes = map_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
                                       &a, &bytes, &thread_vcounts());
-    if (pass_at_once(takes, bytes)) return pass();
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return pass();
     ReentryGuard guard;
     return run_collective(comm, a, bytes, "MPI_Allgatherv", pass);
 }

@@ -76,8 +76,23 @@ typedef enum terse_dtype {
 /* Reduction operators.  Lossy codecs are only ever asked for TERSE_OP_SUM. */
 typedef enum terse_op { TERSE_OP_SUM = 0, TERSE_OP_MAX = 1, TERSE_OP_MIN = 2 } terse_op_t;
 
-/* Where a buffer lives. */
-typedef enum terse_mem_kind { TERSE_MEM_HOST = 1u << 0, TERSE_MEM_CUDA = 1u << 1 } terse_mem_kind_t;
+/*
+ * Where a buffer lives.  HOST and CUDA are what a codec runs on: a
+ * descriptor's mem_kinds names only these, and the engine hands a codec
+ * (terse_codec_setup_t.mem_kind) only a kind its descriptor names.  The
+ * other two are what terse's detection reports of an application's buffer
+ * (added under ABI version 1: the values above are unchanged, a plugin
+ * that names them is refused, and none is ever handed them): page-locked host
+ * memory of CUDA (cudaMallocHost, cudaHostRegister) and managed memory
+ * (cudaMallocManaged).  Both are readable by the CPU, so the engine runs
+ * the HOST codec on them.
+ */
+typedef enum terse_mem_kind {
+    TERSE_MEM_HOST = 1u << 0,
+    TERSE_MEM_CUDA = 1u << 1,
+    TERSE_MEM_CUDA_HOST = 1u << 2,
+    TERSE_MEM_CUDA_MANAGED = 1u << 3
+} terse_mem_kind_t;
 
 /*
  * How partial results of different ranks are combined (see DESIGN.md):

@@ -58,6 +58,9 @@ struct CollArgs {
     const size_t *displs = nullptr;
     terse_dtype_t dtype = TERSE_DTYPE_FLOAT32;
     terse_op_t op = TERSE_OP_SUM;
+    // Where the buffers live, as this rank detected it (device/mem_kind.h):
+    // of the two, the kind the fewest can read.  A rank's own, not agreed:
+    // no decision every rank makes alike may read it.
     terse_mem_kind_t mem = TERSE_MEM_HOST;
     bool in_place = false;
 };

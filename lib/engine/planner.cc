@@ -30,7 +30,12 @@ bool engine_eligible(const CommConfig &cfg, int nranks, const terse_codec_descri
     size_t elems = a.kind == CollKind::ReduceScatterBlock ? a.count * size_t(nranks) : a.count;
     if (elems * esize < cfg.min_bytes) return false;
     if (!d) return false;
-    if (!(d->dtypes & TERSE_DTYPE_BIT(a.dtype)) || !(d->mem_kinds & unsigned(a.mem))) return false;
+    // Not a.mem: a buffer's memory kind is the rank's own (MPI does not
+    // require it to match), so it must not change a decision every rank
+    // makes alike.  Instances run host code (runtime/comm_state.cc); a call
+    // in device memory the engine takes is the wrappers' to refuse
+    // (mpi-wrappers/dispatch.h).
+    if (!(d->dtypes & TERSE_DTYPE_BIT(a.dtype)) || !(d->mem_kinds & TERSE_MEM_HOST)) return false;
     if (a.dtype <= 0 || a.dtype >= TERSE_DTYPE_MAX_ || !have_instance) return false;
     if (a.op != TERSE_OP_SUM && a.op != TERSE_OP_MAX && a.op != TERSE_OP_MIN) return false;
     const bool lossless = d->flags & TERSE_CODEC_FLAG_LOSSLESS;

@@ -5,6 +5,7 @@
 // in comm_state_find().
 #include "runtime/comm_state.h"
 #include "capture/capture.h"
+#include "device/mem_kind.h"
 #include "engine/message_tag.h"
 #include "util/log.h"
 #include "util/scratch.h"
@@ -120,11 +121,17 @@ void print_stats_line(const std::string &name, int rank, int size, const Stats &
             size, rank, s.format().c_str(), planner.c_str());
 }
 
-// Calls that never reached a communicator's statistics (pass_through.h).
+// Calls that never reached a communicator's statistics (pass_through.h),
+// and, in a process with a CUDA driver, the calls in device memory that
+// went to the MPI library as they were (device/mem_kind.h).
 void print_process_line(int world_rank, size_t floor) {
     if (!prints_stats_line(world_rank)) return;
-    fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu\n", world_rank, floor,
-            static_cast<unsigned long long>(straight_passes()));
+    char device[64] = "";
+    if (device::driver_loaded())
+        snprintf(device, sizeof device, " device_passed=%llu",
+                 static_cast<unsigned long long>(device::device_calls_passed()));
+    fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu%s\n", world_rank, floor,
+            static_cast<unsigned long long>(straight_passes()), device);
 }
 
 // The smallest min_bytes any communicator can get from the environment and
