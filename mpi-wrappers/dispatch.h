@@ -51,10 +51,10 @@ int report_error(MPI_Comm comm, Status status, const char *call);
 // Start terse after PMPI_Init / PMPI_Init_thread succeeded.
 void start_runtime(int provided);
 
-// A call in CUDA device memory that terse does not take goes to the MPI
-// library as it is (nothing stages it through host memory yet, so an MPI
-// library that cannot read device memory fails on it as it would without
-// terse), counted for the statistics.
+// A call in CUDA device memory at or above the pass-through floor that
+// terse does not take goes to the MPI library as it is (nothing stages it
+// through host memory yet, so an MPI library that cannot read device memory
+// fails on it as it would without terse), counted for the statistics.
 inline void count_if_device(const CollArgs &a) {
     if (__builtin_expect(a.mem == TERSE_MEM_CUDA, 0)) device::count_device_call_passed();
 }
@@ -63,18 +63,18 @@ inline void count_if_device(const CollArgs &a) {
 // equivalents; bytes: the call's size as engine_eligible counts it (read
 // only when takes); sendbuf (may be MPI_IN_PLACE) and recvbuf: the call's
 // buffers, whose memory kind goes to a->mem (device/mem_kind.h: without a
-// CUDA driver, one predictable branch).  True when the call goes to PMPI
-// now: passed straight (counted), or made from inside terse (ReentryGuard;
-// not counted).
+// CUDA driver, one predictable branch) for the calls that get past the
+// gate only, so that a call passed straight never asks the driver.  True
+// when the call goes to PMPI now: passed straight (counted), or made from
+// inside terse (ReentryGuard; not counted).
 inline bool pass_at_once(bool takes, size_t bytes, const void *sendbuf, const void *recvbuf, CollArgs *a) {
+    if (!takes || pass_below_gate(bytes)) {
+        count_straight_pass();
+        return true;
+    }
     a->mem = device::mem_kind_of_call(
         sendbuf == MPI_IN_PLACE ? TERSE_MEM_HOST : device::buffer_mem_kind(sendbuf, 0),
         device::buffer_mem_kind(recvbuf, 0));
-    if (!takes || pass_below_gate(bytes)) {
-        count_straight_pass();
-        count_if_device(*a);
-        return true;
-    }
     return ReentryGuard::active();
 }
 
