@@ -2,8 +2,9 @@
 // PMPI_* directly, so a C-only MPI_Allreduce wrapper would never see
 // Fortran calls; terse defines the Fortran symbols itself (all the name
 // manglings compilers use) and converts the handles.  Besides
-// MPI_ALLREDUCE: the non-blocking collectives and the completion calls,
-// which must see terse's requests (runtime/nonblocking.h) from Fortran too.
+// MPI_ALLREDUCE: the decoupled halves (reduce-scatter, allgather), the
+// non-blocking collectives and the completion calls, which must see
+// terse's requests (runtime/nonblocking.h) from Fortran too.
 #include "dispatch.h"
 
 #include <mpi.h>
@@ -44,6 +45,32 @@ std::vector<int> f_ints(const MPI_Fint *a, MPI_Comm comm) {
     int n = 0;
     if (PMPI_Comm_size(comm, &n) != MPI_SUCCESS || n < 0) n = 0;
     return std::vector<int>(a, a + n);
+}
+
+// ---- the blocking decoupled calls: handles converted, then the C wrappers
+
+void f_reduce_scatter_block(void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c,
+                            MPI_Fint *ierr) {
+    *ierr = MPI_Reduce_scatter_block(f_sendbuf(s), r, *n, PMPI_Type_f2c(*d), PMPI_Op_f2c(*o), PMPI_Comm_f2c(*c));
+}
+
+void f_reduce_scatter(void *s, void *r, MPI_Fint *counts, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c, MPI_Fint *ierr) {
+    MPI_Comm comm = PMPI_Comm_f2c(*c);
+    const std::vector<int> rc = f_ints(counts, comm);
+    *ierr = MPI_Reduce_scatter(f_sendbuf(s), r, rc.data(), PMPI_Type_f2c(*d), PMPI_Op_f2c(*o), comm);
+}
+
+void f_allgather(void *s, MPI_Fint *sn, MPI_Fint *sd, void *r, MPI_Fint *rn, MPI_Fint *rd, MPI_Fint *c,
+                 MPI_Fint *ierr) {
+    *ierr = MPI_Allgather(f_sendbuf(s), *sn, PMPI_Type_f2c(*sd), r, *rn, PMPI_Type_f2c(*rd), PMPI_Comm_f2c(*c));
+}
+
+void f_allgatherv(void *s, MPI_Fint *sn, MPI_Fint *sd, void *r, MPI_Fint *counts, MPI_Fint *displs, MPI_Fint *rd,
+                  MPI_Fint *c, MPI_Fint *ierr) {
+    MPI_Comm comm = PMPI_Comm_f2c(*c);
+    const std::vector<int> rc = f_ints(counts, comm), rdis = f_ints(displs, comm);
+    *ierr = MPI_Allgatherv(f_sendbuf(s), *sn, PMPI_Type_f2c(*sd), r, rc.data(), rdis.data(), PMPI_Type_f2c(*rd),
+                           comm);
 }
 
 void f_iallreduce(void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c, MPI_Fint *req,
@@ -245,6 +272,14 @@ TERSE_F_FINALIZE(MPI_FINALIZE)
     extern "C" void MPI_##NAME(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }
 using F = MPI_Fint;
 
+TERSE_F_BIND(reduce_scatter_block, REDUCE_SCATTER_BLOCK, (void *s, void *r, F *n, F *d, F *o, F *c, F *e),
+             (s, r, n, d, o, c, e))
+TERSE_F_BIND(reduce_scatter, REDUCE_SCATTER, (void *s, void *r, F *n, F *d, F *o, F *c, F *e),
+             (s, r, n, d, o, c, e))
+TERSE_F_BIND(allgather, ALLGATHER, (void *s, F *sn, F *sd, void *r, F *rn, F *rd, F *c, F *e),
+             (s, sn, sd, r, rn, rd, c, e))
+TERSE_F_BIND(allgatherv, ALLGATHERV, (void *s, F *sn, F *sd, void *r, F *rn, F *di, F *rd, F *c, F *e),
+             (s, sn, sd, r, rn, di, rd, c, e))
 TERSE_F_BIND(iallreduce, IALLREDUCE, (void *s, void *r, F *n, F *d, F *o, F *c, F *q, F *e),
              (s, r, n, d, o, c, q, e))
 TERSE_F_BIND(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK, (void *s, void *r, F *n, F *d, F *o, F *c, F *q, F *e),

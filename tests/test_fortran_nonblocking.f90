@@ -1,6 +1,8 @@
 ! Fortran ("use mpi") non-blocking collectives through terse: MPI_IALLREDUCE
 ! (and in place), MPI_IALLGATHERV, MPI_IREDUCE_SCATTER completed with
-! MPI_WAITALL mixed with MPI_ISEND/MPI_IRECV, MPI_WAITANY and MPI_TEST.
+! MPI_WAITALL mixed with MPI_ISEND/MPI_IRECV, MPI_WAITANY and MPI_TEST;
+! then the blocking MPI_REDUCE_SCATTER_BLOCK, MPI_REDUCE_SCATTER,
+! MPI_ALLGATHER and MPI_ALLGATHERV.
 ! The launcher checks terse's statistics; this program checks the results.
 program test_fortran_nonblocking
   use mpi
@@ -55,5 +57,30 @@ program test_fortran_nonblocking
     call MPI_TEST(reqs(1), flag, st, ierr)
   end do
   if (b(1) /= dble(nranks) .or. b(n) /= dble(nranks)) stop 6
+  ! The blocking decoupled calls.
+  do i = 1, n * nranks
+    g(i) = dble(mod(i, 89) + rank)
+  end do
+  b = -1.0d0
+  call MPI_REDUCE_SCATTER_BLOCK(g, b, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (ierr /= MPI_SUCCESS) stop 7
+  do i = 1, n
+    if (b(i) /= dble(nranks * mod(rank * n + i, 89) + nranks * (nranks - 1) / 2)) then
+      print *, 'rank', rank, 'wrong reduce_scatter_block at', i, b(i)
+      call MPI_ABORT(MPI_COMM_WORLD, 1, ierr)
+    end if
+  end do
+  b = -1.0d0
+  call MPI_REDUCE_SCATTER(g, b, counts, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (ierr /= MPI_SUCCESS) stop 8
+  if (b(n) /= dble(nranks * mod(rank * n + n, 89) + nranks * (nranks - 1) / 2)) stop 9
+  g = -1.0d0
+  call MPI_ALLGATHER(a, n, MPI_DOUBLE_PRECISION, g, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  if (ierr /= MPI_SUCCESS) stop 10
+  if (g((nranks - 1) * n + 1) /= dble(mod(1, 97) * nranks)) stop 11
+  g = -1.0d0
+  call MPI_ALLGATHERV(a, n, MPI_DOUBLE_PRECISION, g, counts, displs, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  if (ierr /= MPI_SUCCESS) stop 12
+  if (g(n * nranks) /= dble(mod(n, 97) * nranks)) stop 13
   call MPI_FINALIZE(ierr)
 end program test_fortran_nonblocking

@@ -45,11 +45,14 @@ for k in allreduce iallreduce ireduce_scatter_block ireduce_scatter iallgather i
 done
 
 if [ -x ./test_fortran_nonblocking ]; then
-    echo "== Fortran (use mpi): non-blocking calls and completion calls are intercepted"
+    echo "== Fortran (use mpi): non-blocking calls, completion calls and the blocking decoupled calls are intercepted"
     out=$(TERSE_STATS=1 run_np 2 ./test_fortran_nonblocking 2>&1); rc=$?
     echo "$out"
     [ $rc -eq 0 ] || fail "Fortran non-blocking exited $rc"
     echo "$out" | grep -q "^terse stats: comm=MPI_COMM_WORLD .* iallreduce=[1-9]" || fail "Fortran MPI_Iallreduce not run by terse"
+    for k in reduce_scatter_block reduce_scatter allgather allgatherv; do
+        echo "$out" | grep -q "^terse stats: comm=MPI_COMM_WORLD .* $k=[1-9]" || fail "Fortran blocking $k not run by terse"
+    done
 fi
 
 echo "== mpi4py: comm.Iallreduce(...).Wait()"
