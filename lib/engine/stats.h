@@ -17,7 +17,7 @@
 // the blocking path, and taken once per call).
 #pragma once
 
-#include <terse/terse.h>
+#include <terse/types.h>
 
 #include <chrono>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // message lives in a thread-local buffer read by terse_last_error().
 #pragma once
 
-#include <terse/terse.h>
+#include <terse/types.h>
 
 #include <cstdarg>
 #include <string>
