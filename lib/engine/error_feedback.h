@@ -40,7 +40,12 @@ namespace terse {
 
 class FeedbackStore {
 public:
-    static constexpr size_t kMaxEntries = 16;
+    // Enough for a model's gradient buckets (GPT-2 124M in 25 MiB DDP
+    // buckets: about 20; a fixed LRU smaller than the cycle of buckets
+    // would evict each residual just before its next use); the byte budget
+    // is the real bound, and a lookup over 256 keys costs nothing beside a
+    // call of the engine's sizes.
+    static constexpr size_t kMaxEntries = 256;
     static constexpr size_t kMaxBytes = size_t(1) << 30;
 
     explicit FeedbackStore(size_t max_entries = kMaxEntries, size_t max_bytes = kMaxBytes);
