@@ -162,6 +162,10 @@ static int threads(void) {
         CHECK(MPI_Test(&slow, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS, "test slow");
         CHECK(!flag, "the slow allreduce finished before its last rank issued it");
     }
+    /* The last rank issues it only once every other rank has looked: its
+     * own threads may finish first, and then the allreduce may complete
+     * before a slower rank's test. */
+    MPI_Barrier(c[0]);
     if (late) CHECK(MPI_Iallreduce(bin, bout, big, MPI_FLOAT, MPI_SUM, c[2], &slow) == MPI_SUCCESS, "slow");
     CHECK(MPI_Wait(&slow, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait slow");
     for (int i = 0; i < big; ++i) CHECK(bout[i] == (float)(size * (size + 1) / 2), "slow [%d] = %g", i, bout[i]);
