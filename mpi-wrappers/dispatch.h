@@ -139,6 +139,10 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
     return Route::Engine;
 }
 
+inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
+    return s == TERSE_OK ? MPI_SUCCESS : report_error(comm, s, call);
+}
+
 // Step 2 after the decision: pass() (the PMPI call), or engine(st, choice)
 // for a call terse takes; engine returns the MPI code the call returns.
 template <class Pass, class Engine>
@@ -150,7 +154,14 @@ int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *cal
     const Route route = route_collective(comm, a, bytes, call, nonblocking, &st, &choice, &rc);
     if (route == Route::Pass || route == Route::PassTimed) count_if_device(a);
     if (route == Route::Pass) return pass();
-    if (route == Route::PassTimed) return collective_pass_timed(st, a, choice, pass);
+    if (route == Route::PassTimed) {
+        if (!choice.probe_mpi || nonblocking) return collective_pass_timed(st, a, choice, pass);
+        // The planner re-measures the MPI library on this call (blocking
+        // calls only: a non-blocking one's time is not the library's).
+        Status s = TERSE_OK;
+        const int rc = collective_probe_mpi(st, a, choice, pass, &s);
+        return rc != MPI_SUCCESS ? rc : mpi_code(comm, s, call);
+    }
     if (route == Route::Failed) return rc;
     // The memory kind is this rank's own (MPI does not require it to match
     // across ranks), so it never changes the route: a call in device memory
@@ -166,10 +177,6 @@ int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *cal
                                       call),
                             call);
     return engine(st, choice);
-}
-
-inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
-    return s == TERSE_OK ? MPI_SUCCESS : report_error(comm, s, call);
 }
 
 // Step 2 of a blocking call: run it on terse's engine if it is eligible,

@@ -336,6 +336,25 @@ TEST(Selection, TwoLevelWeighedWhereTheLayoutAllowsIt) {
     EXPECT_TRUE(std::isinf(cost_two_level_schedule(one, CodecCost{}, double(bytes))));
 }
 
+TEST(Selection, MpiReMeasuredWhileItIsChosen) {
+    // The set-up measurement made the MPI library look twice as fast as the
+    // engine; it really takes three times the engine's time.  Its 8th call
+    // is timed (probe_mpi) and the class moves to the engine.
+    const size_t bytes = 4 << 20;
+    Selector s = with_mpi_gap(0.5, bytes);
+    const Option engine{true, 0, Schedule::Ring};
+    const double engine_t = s.predict(engine, CollKind::Allreduce, bytes, kAll);
+    Option o;
+    for (int call = 1; call <= int(Selector::kProbeEvery); ++call) {
+        bool probe = false;
+        o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+        ASSERT_FALSE(o.engine) << call;
+        EXPECT_EQ(probe, call == int(Selector::kProbeEvery)) << call;
+    }
+    s.observe_mpi(CollKind::Allreduce, bytes, kAll, 3 * engine_t);
+    EXPECT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
+}
+
 TEST(Selection, PinnedClassesSkipTheModel) {
     Selector s(shared_memory(2), {identity()});
     const Option ring{true, 0, Schedule::Ring};

@@ -241,10 +241,13 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     }
     c.predicted = predict_in(&c, c.choice, kind, bytes);
     // The MPI library's time is measured once, at set-up, and may have been
-    // taken under a load that is gone (or came): while the engine is
-    // chosen, every kProbeEvery-th call of the class measures it again, so
-    // that a wrong estimate cannot keep a slower engine chosen.
-    if (probe_mpi && c.choice.engine && c.calls % kProbeEvery == 0) *probe_mpi = true;
+    // taken under a load that is gone (or came), or too short to see the
+    // link's real rate (a shaper's burst): every kProbeEvery-th call of the
+    // class measures it again.  With the engine chosen that call runs the
+    // MPI library instead, so that a wrong estimate cannot keep a slower
+    // engine; with the MPI library chosen the call it runs anyway is timed,
+    // so that a wrong estimate cannot keep out a faster engine.
+    if (probe_mpi && c.calls % kProbeEvery == 0) *probe_mpi = true;
     // The runner-up, so that TERSE_STATS says why.
     c.next_predicted = -1;
     for (const Option &o : all_) {

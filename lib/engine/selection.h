@@ -82,7 +82,7 @@ struct Option {
 class Selector {
 public:
     static constexpr double kSwitchMargin = 0.10;  // 10% predicted gain to take the engine or switch in it
-    static constexpr uint64_t kProbeEvery = 8;     // engine chosen: every 8th call re-measures MPI
+    static constexpr uint64_t kProbeEvery = 8;     // every 8th blocking call of a class re-measures MPI
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
 
     Selector() = default;
@@ -97,10 +97,11 @@ public:
     // the class's choice (with hysteresis) and *changed tells whether it
     // moved (for TERSE_LOG=debug); *why, when given, gets a line naming the
     // options' predictions.
-    // probe_mpi (optional): set on the calls where, with the engine chosen,
-    // a blocking caller should run the MPI library instead and report its
-    // agreed time through observe_mpi(), so that the MPI library's estimate
-    // follows what it really takes (every kProbeEvery-th call of a class).
+    // probe_mpi (optional): set on every kProbeEvery-th call of a class, on
+    // which a blocking caller runs the MPI library (instead of the engine,
+    // when the engine is chosen) and reports its agreed time through
+    // observe_mpi(), so that the MPI library's estimate follows what it
+    // really takes.
     Option choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed = nullptr,
                   std::string *why = nullptr, bool *probe_mpi = nullptr);
 
