@@ -355,6 +355,21 @@ TEST(Selection, MpiReMeasuredWhileItIsChosen) {
     EXPECT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
 }
 
+TEST(Selection, ProbesThinOutWhileTheChoiceHolds) {
+    // A class that keeps its choice probes the MPI library 8 calls in, then
+    // at gaps doubling to 256 calls: 8, 16, 32, 64, 128, 256, 512, 768, ...
+    CostInputs in = slow_link(4);
+    Selector s(in, {quantize8(), identity()});
+    const size_t bytes = 16 << 20;
+    std::vector<int> probed;
+    for (int call = 1; call <= 1100; ++call) {
+        bool probe = false;
+        ASSERT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+        if (probe) probed.push_back(call);
+    }
+    EXPECT_EQ(probed, (std::vector<int>{8, 16, 32, 64, 128, 256, 512, 768, 1024}));
+}
+
 TEST(Selection, PinnedClassesSkipTheModel) {
     Selector s(shared_memory(2), {identity()});
     const Option ring{true, 0, Schedule::Ring};

@@ -246,8 +246,19 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     // class measures it again.  With the engine chosen that call runs the
     // MPI library instead, so that a wrong estimate cannot keep a slower
     // engine; with the MPI library chosen the call it runs anyway is timed,
-    // so that a wrong estimate cannot keep out a faster engine.
-    if (probe_mpi && c.calls % kProbeEvery == 0) *probe_mpi = true;
+    // so that a wrong estimate cannot keep out a faster engine.  Each probe
+    // that leaves the choice as it was doubles the gap to the next (up to
+    // kProbeMax), so a settled class pays for probing less and less: with
+    // the engine k times faster a probe costs k - 1 engine calls.
+    if (move) {
+        c.probe_gap = kProbeEvery;
+        c.next_probe = c.calls + kProbeEvery - 1;  // the 8th call of the new choice, this one the 1st
+    }
+    if (c.calls >= c.next_probe) {
+        if (probe_mpi) *probe_mpi = true;
+        c.next_probe = c.calls + c.probe_gap;
+        c.probe_gap = std::min(2 * c.probe_gap, kProbeMax);
+    }
     // The runner-up, so that TERSE_STATS says why.
     c.next_predicted = -1;
     for (const Option &o : all_) {

@@ -82,7 +82,8 @@ struct Option {
 class Selector {
 public:
     static constexpr double kSwitchMargin = 0.10;  // 10% predicted gain to take the engine or switch in it
-    static constexpr uint64_t kProbeEvery = 8;     // every 8th blocking call of a class re-measures MPI
+    static constexpr uint64_t kProbeEvery = 8;     // a class re-measures MPI 8 calls after a change,
+    static constexpr uint64_t kProbeMax = 256;     // then at gaps doubling up to 256 calls
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
 
     Selector() = default;
@@ -97,11 +98,11 @@ public:
     // the class's choice (with hysteresis) and *changed tells whether it
     // moved (for TERSE_LOG=debug); *why, when given, gets a line naming the
     // options' predictions.
-    // probe_mpi (optional): set on every kProbeEvery-th call of a class, on
-    // which a blocking caller runs the MPI library (instead of the engine,
-    // when the engine is chosen) and reports its agreed time through
-    // observe_mpi(), so that the MPI library's estimate follows what it
-    // really takes.
+    // probe_mpi (optional): set on the calls of a class (kProbeEvery after
+    // its choice changed, then at gaps doubling up to kProbeMax) on which a
+    // blocking caller runs the MPI library (instead of the engine, when the
+    // engine is chosen) and reports its agreed time through observe_mpi(),
+    // so that the MPI library's estimate follows what it really takes.
     Option choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed = nullptr,
                   std::string *why = nullptr, bool *probe_mpi = nullptr);
 
@@ -138,7 +139,8 @@ private:
         Option next;           // the fastest other option at the last call (why: next_predicted)
         double next_predicted = -1;
         uint64_t calls = 0, changes = 0;
-        double local_seconds = 0;      // sum over calls, this rank's clock
+        uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
+        double local_seconds = 0;                                    // sum over calls, this rank's clock
         std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
     };
     Class &class_of(CollKind kind, size_t bytes, uint32_t eligible);
