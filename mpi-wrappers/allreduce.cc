@@ -30,7 +30,8 @@ inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_allreduce(sendbuf, recvbuf, count, dt, op, &a, &bytes);
-    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a)) return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+    if (pass_at_once(takes, bytes, sendbuf, recvbuf, &a))
+        return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     return allreduce_examined(sendbuf, recvbuf, count, dt, op, comm, a, bytes);
 }
 
