@@ -70,6 +70,9 @@ std::vector<ScheduleModel> schedules_for(Algorithm a, bool two_level = false);
 // layout; non-blocking calls run flat schedules only, terse(7)).  Such
 // calls form size classes of their own.
 constexpr uint32_t kEligibleTwoLevel = 1u << 31;
+// Codec slots whose bits fit the mask below it (bit i: slot i).
+constexpr size_t kMaxCodecSlots = 31;
+static_assert(kEligibleTwoLevel == 1u << kMaxCodecSlots, "codec bits sit below the two-level bit");
 
 // One option: the MPI library, or the engine with codec c on schedule s.
 struct Option {

@@ -40,9 +40,6 @@ size_t call_bytes(const CommState *st, const CollArgs &a) {
     return elems * dtype_size(a.dtype);
 }
 
-// Codec slots that fit the eligible mask below its two-level bit.
-constexpr size_t kMaxCodecSlots = 31;
-
 }  // namespace
 
 CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblocking) {

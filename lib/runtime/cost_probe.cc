@@ -90,8 +90,7 @@ double fastest_control_allreduce(Control *c, float *a, float *b, int count, int 
         const double t0 = now_seconds();
         *s = c->iallreduce(a, b, size_t(count), TERSE_DTYPE_FLOAT32, TERSE_OP_SUM, &r);
         if (*s != TERSE_OK) return -1;
-        bool done = false;
-        while (!(done = c->test(&r, s))) {}
+        while (!c->test(&r, s)) {}
         if (*s != TERSE_OK) return -1;
         if (i) best = std::min(best, now_seconds() - t0);
     }
