@@ -236,6 +236,11 @@ fi
 [ ${#kept[@]} -gt 0 ] || die "no codec left to run (plugins missing)"
 codecs=("${kept[@]}")
 
+# Without a namespace no link is shaped: the label says which fabric ran
+# (set before the inner run is built, whose progress lines print it too).
+if [ -z "$nodes" ] && [ "$use_netns" != 1 ]; then
+    if [ -n "$native" ]; then rate="native"; else rate="host-lo"; fi
+fi
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/terse-compare.XXXXXX")
 trap 'rm -rf "$workdir"' EXIT
 inner=("$0" --inside "$workdir" ${native:+--native} ${nodes:+--nodes "$nodes"} --repeat "$repeat" -np "$np" --rate "$rate" -m "$sizes" -i "$iters" -x "$warmup" -L "$limit"
@@ -248,7 +253,6 @@ if [ -n "$nodes" ]; then
 elif [ "$use_netns" = 1 ]; then
     "$here/netns-run.sh" --rate "$rate" ${delay:+--delay "$delay"} -- "${inner[@]}" || exit $?
 else
-    if [ -n "$native" ]; then rate="native"; else rate="host-lo"; fi
     "${inner[@]}" || exit $?
 fi
 
