@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_mpi.h"
+#include "osu_options.h"
 
 /* Mirror of terse_comm_stats_t from <terse/terse.h>.  Kept local so the
  * benchmark builds and runs without terse; the size argument of
@@ -44,19 +44,14 @@ typedef int (*stats_fn)(MPI_Comm, bench_terse_stats_t *, size_t);
 typedef int (*stats_reset_fn)(MPI_Comm);
 
 enum data_kind { DATA_LAPLACE, DATA_GAUSS, DATA_SMOOTH, DATA_FILE };
-enum out_format { OUT_TABLE, OUT_CSV };
 
 typedef struct options {
-    size_t min_bytes, max_bytes;
-    int iterations, warmup; /* -1: OSU's defaults by size */
-    int full;
+    osu_options_t osu; /* -m -i -x -f -L -o */
     int use_double;
     enum data_kind kind;
     const char *file;
     int check;
-    double tolerance;  /* < 0: lossless default */
-    double time_limit; /* seconds per size, 0 = none */
-    enum out_format format;
+    double tolerance; /* < 0: lossless default */
     uint64_t seed;
 } options_t;
 
@@ -89,30 +84,15 @@ static void usage(void) {
 
 static void parse_options(int argc, char **argv, options_t *o) {
     memset(o, 0, sizeof *o);
-    o->min_bytes = 0;
-    o->max_bytes = 1 << 20;
-    o->iterations = o->warmup = -1;
+    osu_options_init(&o->osu, 0);
     o->kind = DATA_LAPLACE;
     o->tolerance = -1;
     o->seed = 12345;
-    const char *fmt = getenv("OSU_BENCH_FORMAT");
-    if (fmt && strcmp(fmt, "csv") == 0) o->format = OUT_CSV;
     int c;
     opterr = 0;
-    while ((c = getopt(argc, argv, "m:i:x:fd:t:s:ce:L:o:h")) != -1) {
+    while ((c = getopt(argc, argv, OSU_OPTIONS_LETTERS "d:t:s:ce:")) != -1) {
+        if (osu_options_take(&o->osu, c, optarg, usage, die)) continue;
         switch (c) {
-        case 'm':
-            if (!bench_parse_range(optarg, &o->min_bytes, &o->max_bytes))
-                die("-m: expected MIN:MAX in bytes (e.g. 1M:64M), got \"%s\"", optarg);
-            break;
-        case 'i':
-            if (!bench_parse_int(optarg, &o->iterations) || o->iterations < 1)
-                die("-i: expected a positive iteration count, got \"%s\"", optarg);
-            break;
-        case 'x':
-            if (!bench_parse_int(optarg, &o->warmup)) die("-x: expected a warmup count >= 0, got \"%s\"", optarg);
-            break;
-        case 'f': o->full = 1; break;
         case 'd':
             if (strcmp(optarg, "float") == 0) o->use_double = 0;
             else if (strcmp(optarg, "double") == 0) o->use_double = 1;
@@ -139,31 +119,9 @@ static void parse_options(int argc, char **argv, options_t *o) {
                 die("-e: expected a tolerance >= 0, got \"%s\"", optarg);
             break;
         }
-        case 'L': {
-            char *end;
-            o->time_limit = strtod(optarg, &end);
-            if (end == optarg || *end || !(o->time_limit > 0))
-                die("-L: expected seconds > 0, got \"%s\"", optarg);
-            break;
-        }
-        case 'o':
-            if (strcmp(optarg, "table") == 0) o->format = OUT_TABLE;
-            else if (strcmp(optarg, "csv") == 0) o->format = OUT_CSV;
-            else die("-o: expected table or csv, got \"%s\"", optarg);
-            break;
-        case 'h':
-            usage();
-            MPI_Finalize();
-            exit(EXIT_SUCCESS);
-        default: {
-            char opt[3] = {'-', (char)optopt, 0};
-            usage();
-            die("unknown option or missing value: %s", opt);
-        }
         }
     }
-    if (optind < argc) die("unexpected argument \"%s\" (see -h)", argv[optind]);
-    if (o->min_bytes > o->max_bytes) die("-m: MIN must not exceed MAX%s", "");
+    osu_options_finish(&o->osu, argc, argv, die);
 }
 
 /* ------------------------------------------------------------------ data */
@@ -276,22 +234,13 @@ static void compare_with_reference(const double *input, const void *result, size
     *max_rel = amax > 0 ? *max_abs / amax : *max_abs;
 }
 
-static int iterations_for(const options_t *o, size_t bytes) {
-    if (o->iterations > 0) return o->iterations;
-    return bytes > 8192 ? 100 : 1000;
-}
-static int warmup_for(const options_t *o, size_t bytes) {
-    if (o->warmup >= 0) return o->warmup;
-    return bytes > 8192 ? 10 : 200;
-}
-
 static result_t run_size(const options_t *o, size_t count, void *sendbuf, void *recvbuf, const double *input,
                          stats_fn get_stats, stats_reset_fn reset_stats) {
     MPI_Datatype type = o->use_double ? MPI_DOUBLE : MPI_FLOAT;
     size_t bytes = count * (o->use_double ? sizeof(double) : sizeof(float));
     result_t res;
     memset(&res, 0, sizeof res);
-    int iters = iterations_for(o, bytes), warm = warmup_for(o, bytes);
+    int iters = osu_iterations_for(&o->osu, bytes), warm = osu_warmup_for(&o->osu, bytes);
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t_warm = 0;
@@ -301,7 +250,7 @@ static result_t run_size(const options_t *o, size_t count, void *sendbuf, void *
         t_warm += MPI_Wtime() - t0;
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    if (o->time_limit > 0) {
+    if (o->osu.time_limit > 0) {
         /* The slowest rank's estimate decides, so every rank runs the same count. */
         double est = 0;
         if (warm > 0) {
@@ -314,8 +263,8 @@ static result_t run_size(const options_t *o, size_t count, void *sendbuf, void *
             PMPI_Allreduce(&mine, &est, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             MPI_Barrier(MPI_COMM_WORLD);
         }
-        if (est > 0 && est * iters > o->time_limit) {
-            int capped = (int)(o->time_limit / est);
+        if (est > 0 && est * iters > o->osu.time_limit) {
+            int capped = (int)(o->osu.time_limit / est);
             iters = capped < 1 ? 1 : capped;
         }
     }
@@ -368,14 +317,14 @@ static void print_header(const options_t *o, double tol) {
     printf("# Ranks: %d\n", world_size);
     printf("# Datatype: %s\n", o->use_double ? "MPI_DOUBLE" : "MPI_FLOAT");
     printf("# Data: %s\n", kind_name(o));
-    if (o->time_limit > 0) printf("# Time limit per size: %g s of timed iterations\n", o->time_limit);
+    if (o->osu.time_limit > 0) printf("# Time limit per size: %g s of timed iterations\n", o->osu.time_limit);
     if (o->check) printf("# Check: identical bits on every rank and MaxRelErr <= %g\n", tol);
-    if (o->format == OUT_CSV) {
+    if (o->osu.csv) {
         printf("size,avg_us,min_us,max_us,iterations,busbw_gbs,wire_ratio,max_abs_err,max_rel_err,identical%s\n",
                o->check ? ",check" : "");
     } else {
         printf("%-12s%18s", "# Size", "Avg Latency(us)");
-        if (o->full) printf("%18s%18s%12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
+        if (o->osu.full) printf("%18s%18s%12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
         printf("%13s%11s%12s%12s", "BusBW(GB/s)", "WireRatio", "MaxAbsErr", "MaxRelErr");
         if (o->check) printf("%8s", "Check");
         printf("\n");
@@ -388,14 +337,14 @@ static void print_row(const options_t *o, size_t bytes, const result_t *r, int p
                                  : 0;
     char ratio[32];
     if (r->have_ratio) snprintf(ratio, sizeof ratio, "%.2f", r->ratio);
-    else snprintf(ratio, sizeof ratio, o->format == OUT_CSV ? "" : "-");
-    if (o->format == OUT_CSV) {
+    else snprintf(ratio, sizeof ratio, o->osu.csv ? "" : "-");
+    if (o->osu.csv) {
         printf("%zu,%.2f,%.2f,%.2f,%d,%.4f,%s,%.3e,%.3e,%d", bytes, r->avg_us, r->min_us, r->max_us,
                r->iterations, busbw, ratio, r->max_abs, r->max_rel, r->identical);
         if (o->check) printf(",%s", pass ? "pass" : "fail");
     } else {
         printf("%-12zu%18.2f", bytes, r->avg_us);
-        if (o->full) printf("%18.2f%18.2f%12d", r->min_us, r->max_us, r->iterations);
+        if (o->osu.full) printf("%18.2f%18.2f%12d", r->min_us, r->max_us, r->iterations);
         printf("%13.3f%11s%12.3e%12.3e", busbw, ratio, r->max_abs, r->max_rel);
         if (o->check) printf("%8s", pass ? "Pass" : "Fail");
     }
@@ -411,10 +360,10 @@ int main(int argc, char **argv) {
     options_t o;
     parse_options(argc, argv, &o);
     size_t elem = o.use_double ? sizeof(double) : sizeof(float);
-    size_t min_bytes = o.min_bytes < elem ? elem : o.min_bytes;
-    if (o.max_bytes < elem)
+    size_t min_bytes = o.osu.min_bytes < elem ? elem : o.osu.min_bytes;
+    if (o.osu.max_bytes < elem)
         die("-m: MAX must be at least one element (%s)", o.use_double ? "8 bytes" : "4 bytes");
-    if (o.max_bytes / elem > (size_t)INT32_MAX) die("-m: MAX exceeds INT_MAX elements%s", "");
+    if (o.osu.max_bytes / elem > (size_t)INT32_MAX) die("-m: MAX exceeds INT_MAX elements%s", "");
 
     /* A float sum over n ranks in any order is off by at most about
      * (n-1) float roundings of the largest partial sums. */
@@ -424,9 +373,9 @@ int main(int argc, char **argv) {
     stats_fn get_stats = (stats_fn)dlsym(RTLD_DEFAULT, "terse_comm_stats");
     stats_reset_fn reset_stats = (stats_reset_fn)dlsym(RTLD_DEFAULT, "terse_comm_stats_reset");
 
-    size_t max_count = o.max_bytes / elem;
+    size_t max_count = o.osu.max_bytes / elem;
     double *input = malloc(max_count * sizeof(double));
-    void *sendbuf = malloc(o.max_bytes), *recvbuf = malloc(o.max_bytes);
+    void *sendbuf = malloc(o.osu.max_bytes), *recvbuf = malloc(o.osu.max_bytes);
     if (!input || !sendbuf || !recvbuf) die("out of memory for %s-byte buffers", "MAX");
     rng_t rng;
     rng_seed(&rng, o.seed * 1000003ULL + (uint64_t)world_rank);
@@ -441,11 +390,11 @@ int main(int argc, char **argv) {
         if (o.use_double) ((double *)sendbuf)[i] = input[i];
         else input[i] = ((float *)sendbuf)[i] = (float)input[i];
     }
-    memset(recvbuf, 0, o.max_bytes);
+    memset(recvbuf, 0, o.osu.max_bytes);
 
     if (world_rank == 0) print_header(&o, tol);
     int failed = 0;
-    for (size_t bytes = 1; bytes <= o.max_bytes; bytes *= 2) {
+    for (size_t bytes = 1; bytes <= o.osu.max_bytes; bytes *= 2) {
         if (bytes < min_bytes) continue;
         size_t count = bytes / elem;
         result_t r = run_size(&o, count, sendbuf, recvbuf, input, get_stats, reset_stats);

@@ -37,17 +37,13 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "bench_mpi.h"
+#include "osu_options.h"
 #include "compute_loop.h"
 
 typedef struct options {
-    size_t min_bytes, max_bytes;
-    int iterations, warmup; /* -1: OSU's defaults by size */
-    int tests;              /* MPI_Test calls during the compute */
-    int full;
-    int csv;
+    osu_options_t osu; /* -m -i -x -f -L -o */
+    int tests;         /* MPI_Test calls during the compute */
     int thread_multiple;
-    double time_limit; /* seconds per size, 0 = none */
     double idle_seconds;
 } options_t;
 
@@ -76,66 +72,23 @@ static void usage(void) {
 
 static void parse_options(int argc, char **argv, options_t *o) {
     memset(o, 0, sizeof *o);
-    o->min_bytes = 4;
-    o->max_bytes = 1 << 20;
-    o->iterations = o->warmup = -1;
-    const char *fmt = getenv("OSU_BENCH_FORMAT");
-    if (fmt && strcmp(fmt, "csv") == 0) o->csv = 1;
+    osu_options_init(&o->osu, 4);
     int c;
     opterr = 0;
-    while ((c = getopt(argc, argv, "m:i:x:t:fL:MI:o:h")) != -1) {
+    while ((c = getopt(argc, argv, OSU_OPTIONS_LETTERS "t:MI:")) != -1) {
+        if (osu_options_take(&o->osu, c, optarg, usage, die)) continue;
         switch (c) {
-        case 'm':
-            if (!bench_parse_range(optarg, &o->min_bytes, &o->max_bytes))
-                die("-m: expected MIN:MAX in bytes (e.g. 1M:16M), got \"%s\"", optarg);
-            break;
-        case 'i':
-            if (!bench_parse_int(optarg, &o->iterations) || o->iterations < 1)
-                die("-i: expected a positive iteration count, got \"%s\"", optarg);
-            break;
-        case 'x':
-            if (!bench_parse_int(optarg, &o->warmup)) die("-x: expected a warmup count >= 0, got \"%s\"", optarg);
-            break;
         case 't':
             if (!bench_parse_int(optarg, &o->tests))
                 die("-t: expected a count of MPI_Test calls >= 0, got \"%s\"", optarg);
             break;
-        case 'f': o->full = 1; break;
-        case 'L': {
-            char *end;
-            o->time_limit = strtod(optarg, &end);
-            if (end == optarg || *end || !(o->time_limit > 0))
-                die("-L: expected seconds > 0, got \"%s\"", optarg);
-            break;
-        }
         case 'M': break; /* read before MPI_Init_thread, see main() */
-        case 'I': {
-            char *end;
-            o->idle_seconds = strtod(optarg, &end);
-            if (end == optarg || *end || !(o->idle_seconds > 0))
-                die("-I: expected seconds > 0, got \"%s\"", optarg);
-            break;
-        }
-        case 'o':
-            if (strcmp(optarg, "table") == 0) o->csv = 0;
-            else if (strcmp(optarg, "csv") == 0) o->csv = 1;
-            else die("-o: expected table or csv, got \"%s\"", optarg);
-            break;
-        case 'h':
-            usage();
-            MPI_Finalize();
-            exit(EXIT_SUCCESS);
-        default: {
-            char opt[3] = {'-', (char)optopt, 0};
-            usage();
-            die("unknown option or missing value: %s", opt);
-        }
+        case 'I': o->idle_seconds = osu_parse_seconds("-I", optarg, die); break;
         }
     }
-    if (optind < argc) die("unexpected argument \"%s\" (see -h)", argv[optind]);
-    if (o->min_bytes > o->max_bytes) die("-m: MIN must not exceed MAX%s", "");
-    if (o->max_bytes < sizeof(float)) die("-m: MAX must be at least one float (4 bytes)%s", "");
-    if (o->max_bytes / sizeof(float) > (size_t)INT32_MAX) die("-m: MAX exceeds INT_MAX elements%s", "");
+    osu_options_finish(&o->osu, argc, argv, die);
+    if (o->osu.max_bytes < sizeof(float)) die("-m: MAX must be at least one float (4 bytes)%s", "");
+    if (o->osu.max_bytes / sizeof(float) > (size_t)INT32_MAX) die("-m: MAX exceeds INT_MAX elements%s", "");
 }
 
 /* --------------------------------------------------------- measurement */
@@ -172,8 +125,8 @@ static void one_iallreduce(const float *send, float *recv, int count) {
 
 static result_t run_size(const options_t *o, size_t bytes, const float *send, float *recv, double units_per_s) {
     int count = (int)(bytes / sizeof(float));
-    int iters = o->iterations > 0 ? o->iterations : bytes > 8192 ? 100 : 1000;
-    int warm = o->warmup >= 0 ? o->warmup : bytes > 8192 ? 10 : 200;
+    int iters = osu_iterations_for(&o->osu, bytes);
+    int warm = osu_warmup_for(&o->osu, bytes);
     result_t res;
     memset(&res, 0, sizeof res);
 
@@ -185,7 +138,7 @@ static result_t run_size(const options_t *o, size_t bytes, const float *send, fl
         t_warm += MPI_Wtime() - t0;
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    if (o->time_limit > 0) {
+    if (o->osu.time_limit > 0) {
         /* Both loops (pure, then with compute) take about the pure time per
          * iteration; the slowest rank's estimate decides for all. */
         double mine = warm > 0 ? t_warm / warm : 0, est = 0;
@@ -195,8 +148,8 @@ static result_t run_size(const options_t *o, size_t bytes, const float *send, fl
             mine = MPI_Wtime() - t0;
         }
         PMPI_Allreduce(&mine, &est, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (est > 0 && 2 * est * iters > o->time_limit) {
-            int capped = (int)(o->time_limit / (2 * est));
+        if (est > 0 && 2 * est * iters > o->osu.time_limit) {
+            int capped = (int)(o->osu.time_limit / (2 * est));
             iters = capped < 1 ? 1 : capped;
         }
     }
@@ -292,7 +245,7 @@ static void idle_phase(const options_t *o, const char *name, int compute, double
     PMPI_Reduce(local, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     PMPI_Reduce(local, max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (world_rank != 0) return;
-    if (o->csv)
+    if (o->osu.csv)
         printf("%s,%.3f,%.4f,%.4f,%.5f,%.5f,%.1f,%.1f\n", name, wall, sum[0] / world_size, max[0],
                sum[1] / world_size, max[1], sum[2] / world_size, max[2]);
     else
@@ -316,19 +269,19 @@ static int thread_count(void) {
 
 static void run_idle(const options_t *o, const float *send, float *recv, double units_per_s) {
     int before = thread_count(), after, range[2];
-    one_iallreduce(send, recv, (int)(o->max_bytes / sizeof(float)));
+    one_iallreduce(send, recv, (int)(o->osu.max_bytes / sizeof(float)));
     after = thread_count();
     PMPI_Reduce(&before, &range[0], 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     PMPI_Reduce(&after, &range[1], 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     if (world_rank == 0) {
-        printf("# Idle cost after one MPI_Iallreduce of %zu bytes: %g s of each phase\n", o->max_bytes,
+        printf("# Idle cost after one MPI_Iallreduce of %zu bytes: %g s of each phase\n", o->osu.max_bytes,
                o->idle_seconds);
         printf("# Threads per rank (most over ranks): %d before the MPI_Iallreduce, %d after\n", range[0],
                range[1]);
         printf("# cpu = CPU seconds per wall second (user + system, whole process); other = the same\n"
                "# without the main thread (helper and progress threads); switches = context switches/s\n");
-        if (o->csv) printf("phase,wall_s,cpu_avg,cpu_max,other_avg,other_max,switches_avg,switches_max\n");
+        if (o->osu.csv) printf("phase,wall_s,cpu_avg,cpu_max,other_avg,other_max,switches_avg,switches_max\n");
         else
             printf("%-10s%10s%14s%14s%16s%16s%14s%14s\n", "# Phase", "Wall(s)", "CPU avg", "CPU max", "Other avg",
                    "Other max", "Switch/s avg", "Switch/s max");
@@ -347,24 +300,24 @@ static void print_header(const options_t *o, int provided, double units_per_s) {
     printf("# Compute loop: %.3g units/s calibrated on every rank at once; MPI_Test calls: %d\n", units_per_s,
            o->tests);
     if (o->idle_seconds > 0) return;
-    if (o->time_limit > 0) printf("# Time limit per size: %g s of timed iterations\n", o->time_limit);
-    if (o->csv) {
+    if (o->osu.time_limit > 0) printf("# Time limit per size: %g s of timed iterations\n", o->osu.time_limit);
+    if (o->osu.csv) {
         printf("size,overall_us,compute_us,pure_us,overlap_pct,min_overall_us,max_overall_us,iterations\n");
     } else {
         printf("%-12s%16s%16s%18s%14s", "# Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)");
-        if (o->full) printf("%18s%18s%12s", "Min Overall(us)", "Max Overall(us)", "Iterations");
+        if (o->osu.full) printf("%18s%18s%12s", "Min Overall(us)", "Max Overall(us)", "Iterations");
         printf("\n");
     }
     fflush(stdout);
 }
 
 static void print_row(const options_t *o, size_t bytes, const result_t *r) {
-    if (o->csv) {
+    if (o->osu.csv) {
         printf("%zu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%d\n", bytes, r->overall_us, r->compute_us, r->pure_us,
                r->overlap, r->min_overall_us, r->max_overall_us, r->iterations);
     } else {
         printf("%-12zu%16.2f%16.2f%18.2f%14.2f", bytes, r->overall_us, r->compute_us, r->pure_us, r->overlap);
-        if (o->full) printf("%18.2f%18.2f%12d", r->min_overall_us, r->max_overall_us, r->iterations);
+        if (o->osu.full) printf("%18.2f%18.2f%12d", r->min_overall_us, r->max_overall_us, r->iterations);
         printf("\n");
     }
     fflush(stdout);
@@ -382,21 +335,21 @@ int main(int argc, char **argv) {
     if (want == MPI_THREAD_MULTIPLE && provided != MPI_THREAD_MULTIPLE)
         die("-M: the MPI library does not provide MPI_THREAD_MULTIPLE%s", "");
 
-    size_t max_count = o.max_bytes / sizeof(float);
-    float *send = malloc(o.max_bytes), *recv = malloc(o.max_bytes);
+    size_t max_count = o.osu.max_bytes / sizeof(float);
+    float *send = malloc(o.osu.max_bytes), *recv = malloc(o.osu.max_bytes);
     if (!send || !recv) die("out of memory for %s-byte buffers", "MAX");
     rng_t rng;
     rng_seed(&rng, 12345 * 1000003ULL + (uint64_t)world_rank);
     if (!fill_laplace_float(send, max_count, &rng)) die("out of memory for the data%s", "");
-    memset(recv, 0, o.max_bytes);
+    memset(recv, 0, o.osu.max_bytes);
 
     double units_per_s = compute_loop_calibrate(MPI_COMM_WORLD);
     if (world_rank == 0) print_header(&o, provided, units_per_s);
     if (o.idle_seconds > 0) {
         run_idle(&o, send, recv, units_per_s);
     } else {
-        for (size_t bytes = 1; bytes <= o.max_bytes; bytes *= 2) {
-            if (bytes < o.min_bytes || bytes < sizeof(float)) continue;
+        for (size_t bytes = 1; bytes <= o.osu.max_bytes; bytes *= 2) {
+            if (bytes < o.osu.min_bytes || bytes < sizeof(float)) continue;
             result_t r = run_size(&o, bytes, send, recv, units_per_s);
             if (world_rank == 0) print_row(&o, bytes, &r);
         }
