@@ -1,7 +1,11 @@
 // Fortran entry points.  Open MPI's mpif.h / "use mpi" bindings call
 // PMPI_* directly, so a C-only MPI_Allreduce wrapper would never see
 // Fortran calls; terse defines the Fortran symbols itself (all the name
-// manglings compilers use) and converts the handles.  Besides
+// manglings compilers use) and converts the handles.  "use mpi_f08" goes
+// through the same PMPI-calling code by other names (mpi_allreduce_f08_
+// ...), defined here too: there every handle is a derived type holding
+// the same integer, a status the same six integers, and ierror is
+// OPTIONAL (a null pointer when the caller leaves it out).  Besides
 // MPI_ALLREDUCE: the decoupled halves (reduce-scatter, allgather), the
 // non-blocking collectives and the completion calls, which must see
 // terse's requests (runtime/nonblocking.h) from Fortran too.
@@ -228,6 +232,16 @@ void f_finalize(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
 
 }  // namespace
 
+// The mpi_f08 name of a binding whose last parameter is `F *e` (ierror,
+// OPTIONAL there): the binding writes a local and the caller's only if given.
+#define TERSE_F08(name, params, args)                       \
+    extern "C" void mpi_##name##_f08_ params {              \
+        MPI_Fint e_local = MPI_SUCCESS, *const e_given = e; \
+        e = &e_local;                                       \
+        f_##name args;                                      \
+        if (e_given) *e_given = e_local;                    \
+    }
+
 #define TERSE_F_ALLREDUCE(name)                                                                               \
     extern "C" void name(void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c, MPI_Fint *e) { \
         f_allreduce(s, r, n, d, o, c, e);                                                                     \
@@ -236,6 +250,8 @@ TERSE_F_ALLREDUCE(mpi_allreduce_)
 TERSE_F_ALLREDUCE(mpi_allreduce__)
 TERSE_F_ALLREDUCE(mpi_allreduce)
 TERSE_F_ALLREDUCE(MPI_ALLREDUCE)
+TERSE_F08(allreduce, (void *s, void *r, MPI_Fint *n, MPI_Fint *d, MPI_Fint *o, MPI_Fint *c, MPI_Fint *e),
+          (s, r, n, d, o, c, e))
 
 #define TERSE_F_INIT(name) \
     extern "C" void name(MPI_Fint *e) { f_init(e); }
@@ -243,6 +259,7 @@ TERSE_F_INIT(mpi_init_)
 TERSE_F_INIT(mpi_init__)
 TERSE_F_INIT(mpi_init)
 TERSE_F_INIT(MPI_INIT)
+TERSE_F08(init, (MPI_Fint * e), (e))
 
 #define TERSE_F_INIT_THREAD(name) \
     extern "C" void name(MPI_Fint *r, MPI_Fint *p, MPI_Fint *e) { f_init_thread(r, p, e); }
@@ -250,6 +267,7 @@ TERSE_F_INIT_THREAD(mpi_init_thread_)
 TERSE_F_INIT_THREAD(mpi_init_thread__)
 TERSE_F_INIT_THREAD(mpi_init_thread)
 TERSE_F_INIT_THREAD(MPI_INIT_THREAD)
+TERSE_F08(init_thread, (MPI_Fint * r, MPI_Fint *p, MPI_Fint *e), (r, p, e))
 
 #define TERSE_F_FINALIZE(name) \
     extern "C" void name(MPI_Fint *e) { f_finalize(e); }
@@ -257,6 +275,7 @@ TERSE_F_FINALIZE(mpi_finalize_)
 TERSE_F_FINALIZE(mpi_finalize__)
 TERSE_F_FINALIZE(mpi_finalize)
 TERSE_F_FINALIZE(MPI_FINALIZE)
+TERSE_F08(finalize, (MPI_Fint * e), (e))
 
 // The non-blocking collectives and the completion calls, under every name
 // mangling compilers use.
@@ -264,12 +283,18 @@ TERSE_F_FINALIZE(MPI_FINALIZE)
     extern "C" void mpi_##name##_ params { f_##name args; }  \
     extern "C" void mpi_##name##__ params { f_##name args; } \
     extern "C" void mpi_##name params { f_##name args; }     \
-    extern "C" void MPI_##NAME params { f_##name args; }
+    extern "C" void MPI_##NAME params { f_##name args; }     \
+    TERSE_F08(name, params, args)
 #define TERSE_F_SOME(name, NAME, CALL)                                                                     \
     extern "C" void mpi_##name##_(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }  \
     extern "C" void mpi_##name##__(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); } \
     extern "C" void mpi_##name(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }     \
-    extern "C" void MPI_##NAME(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }
+    extern "C" void MPI_##NAME(F *n, F *r, F *o, F *i, F *s, F *e) { f_some(CALL, n, r, o, i, s, e); }     \
+    extern "C" void mpi_##name##_f08_(F *n, F *r, F *o, F *i, F *s, F *e) {                                \
+        F e_local = MPI_SUCCESS;                                                                           \
+        f_some(CALL, n, r, o, i, s, &e_local);                                                             \
+        if (e) *e = e_local;                                                                               \
+    }
 using F = MPI_Fint;
 
 TERSE_F_BIND(reduce_scatter_block, REDUCE_SCATTER_BLOCK, (void *s, void *r, F *n, F *d, F *o, F *c, F *e),

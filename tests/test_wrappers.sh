@@ -72,6 +72,16 @@ if [ -x ./test_fortran_allreduce ]; then
     echo "$out" | grep "terse stats: comm=MPI_COMM_WORLD" | grep -q "intercepted=2 " || fail "Fortran calls not intercepted"
 fi
 
+if [ -x ./test_fortran_f08 ]; then
+    echo "== Fortran (use mpi_f08) is intercepted, ierror left out included"
+    out=$(TERSE_STATS=1 run_np 3 ./test_fortran_f08 2>&1) || { echo "$out"; fail "fortran f08"; }
+    echo "$out"
+    line=$(echo "$out" | grep "terse stats: comm=MPI_COMM_WORLD" | head -n 1)
+    for k in allreduce iallreduce iallgather reduce_scatter_block allgather; do
+        echo "$line" | grep -q " $k=[1-9]" || fail "Fortran f08 $k not run by terse"
+    done
+fi
+
 echo "== LD_PRELOAD and terse-run on a program not linked with terse"
 out=$(TERSE_STATS=1 run_np 2 -x LD_PRELOAD="$TERSE_LIB" ./test_plain_allreduce 2>&1) || { echo "$out"; fail "preload"; }
 echo "$out" | grep "comm=MPI_COMM_WORLD" | grep -q "intercepted=1 " || { echo "$out"; fail "not intercepted under LD_PRELOAD"; }
