@@ -203,6 +203,39 @@ static void check_allgather(int count, int in_place) {
     free(in), free(host), free(ref), free(got);
 }
 
+/* Unequal blocks (MPI_Reduce_scatter), and MPI_Iallgather waited for. */
+static void check_reduce_scatter_v_and_iallgather(int count) {
+    int *counts = malloc(size * sizeof(int));
+    size_t n = 0;
+    for (int i = 0; i < size; ++i) n += (size_t)(counts[i] = count + 1000 * i);
+    const size_t bytes = n * sizeof(float), out = (size_t)counts[rank] * sizeof(float);
+    float *in = malloc(bytes), *host = malloc(bytes), *ref = malloc(bytes), *got = malloc(bytes);
+    fill(in, n, 17);
+    CHECK(PMPI_Reduce_scatter(in, ref, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "PMPI");
+    CHECK(MPI_Reduce_scatter(in, host, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "host rs");
+    float *d_in = dev_alloc(bytes), *d_out = dev_alloc(bytes);
+    to_dev(d_in, in, bytes);
+    CHECK(MPI_Reduce_scatter(d_in, d_out, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "MPI_Reduce_scatter");
+    staged(bytes, out);
+    from_dev(got, d_out, out);
+    compare("reduce_scatter (unequal blocks)", got, host, ref, counts[rank], 0);
+
+    const size_t all = (size_t)count * size * sizeof(float), mine = (size_t)count * sizeof(float);
+    CHECK(PMPI_Allgather(in, count, MPI_FLOAT, ref, count, MPI_FLOAT, MPI_COMM_WORLD) == MPI_SUCCESS, "PMPI");
+    CHECK(MPI_Allgather(in, count, MPI_FLOAT, host, count, MPI_FLOAT, MPI_COMM_WORLD) == MPI_SUCCESS, "host ag");
+    MPI_Request req;
+    CHECK(MPI_Iallgather(d_in, count, MPI_FLOAT, d_out, count, MPI_FLOAT, MPI_COMM_WORLD, &req) == MPI_SUCCESS,
+          "MPI_Iallgather");
+    CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Wait");
+    staged(mine, all);
+    from_dev(got, d_out, all);
+    compare("iallgather", got, host, ref, (size_t)count * size, 0);
+    dev_free(d_in);
+    dev_free(d_out);
+    free(in), free(host), free(ref), free(got), free(counts);
+}
+
 /* Blocks with gaps between them: the gaps keep what the device buffer had. */
 static void check_allgatherv(int count) {
     int *counts = malloc(size * sizeof(int)), *displs = malloc(size * sizeof(int));
@@ -266,6 +299,7 @@ int main(int argc, char **argv) {
     check_allgather(30000, 0);
     check_allgather(30003, 1);
     check_allgatherv(20000);
+    check_reduce_scatter_v_and_iallgather(20000);
     /* Non-blocking: MPI_Wait, an MPI_Test loop, and one the MPI library serves. */
     check_allreduce(100000, 0, MPI_SUM, !lossy, 1);
     check_allreduce(100001, 1, MPI_SUM, !lossy, 2);
