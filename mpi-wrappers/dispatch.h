@@ -18,6 +18,10 @@
 // every rank, on the floor agreed at MPI_Init and on configuration agreed
 // on the communicator.
 //
+// Whichever step sends a call where, a call in CUDA device memory reaches
+// that library through host copies unless the library reads device memory
+// (staging, below: pass_now, follow_route).
+//
 // Statistics: a call that step 1 passes, or that is below the floor, counts
 // as passed straight (per thread, summed in the TERSE_STATS process line);
 // a communicator's calls_passed counts its calls at or above the floor
