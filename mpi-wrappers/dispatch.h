@@ -18,6 +18,10 @@
 // every rank, on the floor agreed at MPI_Init and on configuration agreed
 // on the communicator.
 //
+// Whichever step sends a call where, a call in CUDA device memory reaches
+// that library through host copies unless the library reads device memory
+// (staging, below: pass_now, follow_route).
+//
 // Statistics: a call that step 1 passes, or that is below the floor, counts
 // as passed straight (per thread, summed in the TERSE_STATS process line);
 // a communicator's calls_passed counts its calls at or above the floor
@@ -32,11 +36,13 @@
 #include "runtime/comm_state.h"
 #include "runtime/nonblocking.h"
 #include "runtime/pass_through.h"
+#include "stage_layout.h"
 #include "util/status.h"
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 
 namespace terse {
 
@@ -51,30 +57,123 @@ int report_error(MPI_Comm comm, Status status, const char *call);
 // Start terse after PMPI_Init / PMPI_Init_thread succeeded.
 void start_runtime(int provided);
 
-// A call in CUDA device memory at or above the pass-through floor that
-// terse does not take goes to the MPI library as it is (nothing stages it
-// through host memory yet, so an MPI library that cannot read device memory
-// fails on it as it would without terse), counted for the statistics.
+inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
+    return s == TERSE_OK ? MPI_SUCCESS : report_error(comm, s, call);
+}
+
+// Device memory (CollArgs::mem == TERSE_MEM_CUDA).  Neither terse's engine
+// (host codecs) nor an MPI library that is not CUDA-aware can read it, so
+// such a call is staged (device/staged_call.h): its inputs copied to pinned
+// host memory, the call run on the copies by whichever library the route
+// picks, the result copied back before the call returns (a non-blocking
+// call: before the completion call that completes it returns).  A
+// CUDA-aware MPI library (device::mpi_reads_device_memory(), found at
+// MPI_Init) gets the device buffers of the calls it serves as they are;
+// the engine always gets host copies.  The memory kind is this rank's own
+// (MPI does not require it to match), so it never changes the route, only
+// which buffers the route's library is handed.
+
+// A call as the wrappers were given it: its buffers (sendbuf may be
+// MPI_IN_PLACE), the PMPI call on any pair of buffers (int(const void *,
+// void *)), the regions staging copies (StageLayout(), stage_layout.h:
+// computed only for a call in device memory) and, for a non-blocking call,
+// where its request goes.
+template <class Pass, class Layout>
+struct MpiCall {
+    const void *sendbuf;
+    void *recvbuf;
+    Pass pass;
+    Layout layout;
+    MPI_Request *request = nullptr;
+
+    int operator()() const { return pass(sendbuf, recvbuf); }
+    // The PMPI call on a staged call's buffers.
+    int on(const device::StagedCall &sc) const {
+        return pass(sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : sc.send(), sc.recv());
+    }
+};
+
+template <class Pass, class Layout>
+MpiCall<Pass, Layout> mpi_call(const void *sendbuf, void *recvbuf, Pass pass, Layout layout,
+                               MPI_Request *request = nullptr) {
+    return MpiCall<Pass, Layout>{sendbuf, recvbuf, pass, layout, request};
+}
+
+// Whether a call goes to the MPI library through host copies.
+inline bool stage_for_mpi(const CollArgs &a) {
+    return __builtin_expect(a.mem == TERSE_MEM_CUDA, 0) && !device::mpi_reads_device_memory();
+}
+
+// A call in device memory that the MPI library gets as it is (it is
+// CUDA-aware), counted for the statistics.
 inline void count_if_device(const CollArgs &a) {
     if (__builtin_expect(a.mem == TERSE_MEM_CUDA, 0)) device::count_device_call_passed();
+}
+
+// Stages m's buffers into *sc; MPI_SUCCESS or the reported error.
+template <class Call>
+int stage_in(MPI_Comm comm, const char *call, const Call &m, device::StagedCall *sc) {
+    const StageLayout l = m.layout();
+    const Status s = sc->begin(l.send, l.recv);
+    return s == TERSE_OK ? MPI_SUCCESS : report_error(comm, s, call);
+}
+
+// The call the engine runs on a staged call's host copies: every buffer it
+// names is now readable by the CPU.
+inline CollArgs host_args(const CollArgs &a, const device::StagedCall &sc) {
+    CollArgs h = a;
+    h.recvbuf = sc.recv();
+    if (a.in_place)
+        h.sendbuf = static_cast<const char *>(h.recvbuf) +
+                    (static_cast<const char *>(a.sendbuf) - static_cast<const char *>(a.recvbuf));
+    else h.sendbuf = sc.send();
+    h.mem = TERSE_MEM_HOST;
+    return h;
+}
+
+// The MPI library on host copies of m's buffers.  Blocking: the result is
+// copied back before it returns; non-blocking: m.request becomes a
+// generalized request that completes once the library's request did and
+// the result is back (runtime/nonblocking.h: nb_track_staged).
+template <class Call>
+[[gnu::noinline]] int pass_staged(MPI_Comm comm, const char *call, const Call &m) {
+    auto sc = std::make_unique<device::StagedCall>();
+    int rc = stage_in(comm, call, m, sc.get());
+    if (rc != MPI_SUCCESS) return rc;
+    rc = m.on(*sc);
+    if (rc != MPI_SUCCESS) return rc;
+    if (m.request) return mpi_code(comm, nb_track_staged(std::move(sc), call, m.request), call);
+    return mpi_code(comm, sc->finish(), call);
+}
+
+// Step 1's pass: to PMPI with the application's buffers, or staged.
+template <class Call>
+inline int pass_now(MPI_Comm comm, const char *call, const CollArgs &a, const Call &m) {
+    if (__builtin_expect(!stage_for_mpi(a), 1)) return m();
+    return pass_staged(comm, call, m);
 }
 
 // Step 1.  takes: the datatype, operation and count have engine
 // equivalents; bytes: the call's size as engine_eligible counts it (read
 // only when takes); sendbuf (may be MPI_IN_PLACE) and recvbuf: the call's
 // buffers, whose memory kind goes to a->mem (device/mem_kind.h: without a
-// CUDA driver, one predictable branch) for the calls that get past the
-// gate only, so that a call passed straight never asks the driver.  True
-// when the call goes to PMPI now: passed straight (counted), or made from
-// inside terse (ReentryGuard; not counted).
+// CUDA driver, one predictable branch).  A call passed straight asks the
+// driver only when the MPI library is not CUDA-aware: it must not get
+// device memory (pass_now stages it).  True when the call goes to PMPI now
+// (pass_now): passed straight (counted), or made from inside terse
+// (ReentryGuard; not counted).
 inline bool pass_at_once(bool takes, size_t bytes, const void *sendbuf, const void *recvbuf, CollArgs *a) {
+    auto kind = [&] {
+        return device::mem_kind_of_call(
+            sendbuf == MPI_IN_PLACE ? TERSE_MEM_HOST : device::buffer_mem_kind(sendbuf, 0),
+            device::buffer_mem_kind(recvbuf, 0));
+    };
     if (!takes || pass_below_gate(bytes)) {
         count_straight_pass();
+        if (!device::mpi_reads_device_memory()) a->mem = kind();
         return true;
     }
-    a->mem = device::mem_kind_of_call(
-        sendbuf == MPI_IN_PLACE ? TERSE_MEM_HOST : device::buffer_mem_kind(sendbuf, 0),
-        device::buffer_mem_kind(recvbuf, 0));
+    a->mem = kind();
     return ReentryGuard::active();
 }
 
@@ -139,76 +238,83 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
     return Route::Engine;
 }
 
-inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
-    return s == TERSE_OK ? MPI_SUCCESS : report_error(comm, s, call);
-}
-
-// Step 2 after the decision: pass() (the PMPI call), or engine(st, choice)
-// for a call terse takes; engine returns the MPI code the call returns.
-template <class Pass, class Engine>
-int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, bool nonblocking, Pass &&pass,
-                 Engine &&engine) {
+// Step 2 after the decision: the MPI call m, or engine(st, choice, args,
+// pass_here, staged) for a call terse takes, where args are the call's (a,
+// or the host copies' for a call in device memory), pass_here() the MPI
+// call on those buffers and *staged (null for a call not staged) the
+// staging a non-blocking call takes over until it completes; engine
+// returns the MPI code the call returns.
+template <class Call, class Engine>
+int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, bool nonblocking,
+                 const Call &m, Engine &&engine) {
     CommState *st = nullptr;
     CollectiveChoice choice;
     int rc = MPI_SUCCESS;
     const Route route = route_collective(comm, a, bytes, call, nonblocking, &st, &choice, &rc);
-    if (route == Route::Pass || route == Route::PassTimed) count_if_device(a);
-    if (route == Route::Pass) return pass();
-    if (route == Route::PassTimed) {
+    if (route == Route::Failed) return rc;
+    if (route == Route::Pass || route == Route::PassTimed) {
+        const bool staged = stage_for_mpi(a);
+        if (!staged) count_if_device(a);
+        auto pass = [&] { return staged ? pass_staged(comm, call, m) : m(); };
+        if (route == Route::Pass) return pass();
         if (!choice.probe_mpi || nonblocking) return collective_pass_timed(st, a, choice, pass);
         // The planner re-measures the MPI library on this call (blocking
         // calls only: a non-blocking one's time is not the library's).
         Status s = TERSE_OK;
-        const int rc = collective_probe_mpi(st, a, choice, pass, &s);
-        return rc != MPI_SUCCESS ? rc : mpi_code(comm, s, call);
+        const int prc = collective_probe_mpi(st, a, choice, pass, &s);
+        return prc != MPI_SUCCESS ? prc : mpi_code(comm, s, call);
     }
-    if (route == Route::Failed) return rc;
-    // The memory kind is this rank's own (MPI does not require it to match
-    // across ranks), so it never changes the route: a call in device memory
-    // that the engine takes fails here, on this rank, rather than part from
-    // its peers (they run the engine, which host code cannot do on device
-    // memory).  Staging it through host memory is what will take it.
-    if (__builtin_expect(a.mem == TERSE_MEM_CUDA, 0))
-        return report_error(comm,
-                            set_error(TERSE_ERR_UNSUPPORTED,
-                                      "terse: %s in CUDA device memory: terse does not run calls in device "
-                                      "memory on its engine yet; raise min_bytes or set enable=0 for this "
-                                      "communicator so that such calls go to the MPI library",
-                                      call),
-                            call);
-    return engine(st, choice);
+    if (__builtin_expect(a.mem != TERSE_MEM_CUDA, 1)) {
+        std::unique_ptr<device::StagedCall> none;
+        return engine(st, choice, a, m, &none);
+    }
+    // The engine's codecs run on the host: it always gets host copies.
+    auto sc = std::make_unique<device::StagedCall>();
+    rc = stage_in(comm, call, m, sc.get());
+    if (rc != MPI_SUCCESS) return rc;
+    const device::StagedCall &copies = *sc;
+    rc = engine(
+        st, choice, host_args(a, copies), [&] { return m.on(copies); }, &sc);
+    // A non-blocking call took the staging over (nb_start).
+    if (rc != MPI_SUCCESS || !sc) return rc;
+    return mpi_code(comm, sc->finish(), call);
 }
 
 // Step 2 of a blocking call: run it on terse's engine if it is eligible,
-// else through pass() (the PMPI call).  After the communicator's
+// else through the MPI call m.  After the communicator's
 // non-blocking operations, if it has any (runtime/nonblocking.h).
-template <class Pass>
-int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, Pass &&pass) {
-    return follow_route(comm, a, bytes, call, false, pass, [&](CommState *st, const CollectiveChoice &choice) {
-        if (choice.probe_mpi) {
-            // The planner re-measures the MPI library on this call.
-            if (st->nb) nb_drain(st);
-            Status s = TERSE_OK;
-            const int rc = collective_probe_mpi(st, a, choice, pass, &s);
-            return rc != MPI_SUCCESS ? rc : mpi_code(comm, s, call);
-        }
-        return mpi_code(comm, st->nb ? nb_run_blocking(st, a, choice) : collective_run(st, a, choice), call);
-    });
+template <class Call>
+int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, const Call &m) {
+    return follow_route(
+        comm, a, bytes, call, false, m,
+        [&](CommState *st, const CollectiveChoice &choice, const CollArgs &args, auto &&pass,
+            std::unique_ptr<device::StagedCall> *) {
+            if (choice.probe_mpi) {
+                // The planner re-measures the MPI library on this call.
+                if (st->nb) nb_drain(st);
+                Status s = TERSE_OK;
+                const int rc = collective_probe_mpi(st, a, choice, pass, &s);
+                return rc != MPI_SUCCESS ? rc : mpi_code(comm, s, call);
+            }
+            return mpi_code(comm, st->nb ? nb_run_blocking(st, args, choice) : collective_run(st, args, choice),
+                            call);
+        });
 }
 
 // Step 2 of a non-blocking call: start it on terse's engine (a generalized
-// request in *request, priority prio: nb_take_priority) if it is eligible,
-// else through pass().  A probe of the MPI library (blocking calls only) is
+// request in *m.request, priority prio: nb_take_priority) if it is
+// eligible, else through the MPI call m.  A probe of the MPI library (blocking calls only) is
 // not taken here.
-template <class Pass>
-int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, int prio,
-                     MPI_Request *request, Pass &&pass) {
-    return follow_route(comm, a, bytes, call, true, pass, [&](CommState *st, const CollectiveChoice &choice) {
-        Status s = nb_start(st, a, choice, prio, call, request);
-        // Operations of other communicators may wait for this thread's MPI.
-        if (s == TERSE_OK) nb_poll(true);
-        return mpi_code(comm, s, call);
-    });
+template <class Call>
+int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, int prio, const Call &m) {
+    return follow_route(comm, a, bytes, call, true, m,
+                        [&](CommState *st, const CollectiveChoice &choice, const CollArgs &args, auto &&,
+                            std::unique_ptr<device::StagedCall> *staged) {
+                            Status s = nb_start(st, args, choice, prio, call, m.request, std::move(*staged));
+                            // Operations of other communicators may wait for this thread's MPI.
+                            if (s == TERSE_OK) nb_poll(true);
+                            return mpi_code(comm, s, call);
+                        });
 }
 
 }  // namespace terse

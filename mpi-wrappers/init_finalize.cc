@@ -3,6 +3,7 @@
 // before the library goes down.
 #include "dispatch.h"
 #include "error_codes.h"
+#include "mpi_cuda_aware.h"
 #include "reentry_guard.h"
 
 #include "runtime/comm_state.h"
@@ -17,6 +18,8 @@ void start_runtime(int provided) {
     ReentryGuard guard;
     register_error_codes();
     Status s = runtime_init(provided);
+    // After runtime_init: the log level is set.
+    detect_mpi_cuda_aware();
     if (s == TERSE_OK) {
         nb_init(provided, mpi_error_code);
         return;

@@ -26,6 +26,25 @@ bool resolve(void *lib, const char *name, Fn *fn, Loaded *l) {
     return false;
 }
 
+// The names below are what cuda.h's macros turn the API names into (the
+// _v2 ABI); a driver lacking one is as unusable as one lacking any other.
+bool resolve_staging(void *lib, Loaded *l) {
+    CudaDriver &d = l->driver;
+    return resolve(lib, "cuCtxPushCurrent_v2", &d.ctx_push, l) &&
+           resolve(lib, "cuCtxPopCurrent_v2", &d.ctx_pop, l) &&
+           resolve(lib, "cuMemHostAlloc", &d.mem_host_alloc, l) &&
+           resolve(lib, "cuMemFreeHost", &d.mem_free_host, l) &&
+           resolve(lib, "cuMemcpyDtoHAsync_v2", &d.memcpy_dtoh_async, l) &&
+           resolve(lib, "cuMemcpyHtoDAsync_v2", &d.memcpy_htod_async, l) &&
+           resolve(lib, "cuStreamCreate", &d.stream_create, l) &&
+           resolve(lib, "cuStreamDestroy_v2", &d.stream_destroy, l) &&
+           resolve(lib, "cuStreamSynchronize", &d.stream_synchronize, l) &&
+           resolve(lib, "cuEventCreate", &d.event_create, l) &&
+           resolve(lib, "cuEventDestroy_v2", &d.event_destroy, l) &&
+           resolve(lib, "cuEventRecord", &d.event_record, l) &&
+           resolve(lib, "cuEventSynchronize", &d.event_synchronize, l);
+}
+
 void load(Loaded *l) {
     // Kept for the life of the process (see cuda_driver.h).
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -38,7 +57,7 @@ void load(Loaded *l) {
     decltype(&cuDriverGetVersion) get_version = nullptr;
     if (!resolve(lib, "cuDriverGetVersion", &get_version, l) ||
         !resolve(lib, "cuPointerGetAttributes", &l->driver.pointer_get_attributes, l) ||
-        !resolve(lib, "cuGetErrorString", &l->driver.get_error_string, l)) {
+        !resolve(lib, "cuGetErrorString", &l->driver.get_error_string, l) || !resolve_staging(lib, l)) {
         TERSE_LOG_WARN("CUDA driver unusable: %s; every buffer is taken as host memory", l->absence);
         return;
     }
@@ -69,6 +88,12 @@ const CudaDriver *cuda_driver() {
 }
 
 const char *cuda_driver_absence() { return loaded().absence; }
+
+const char *cuda_result_string(const CudaDriver &d, CUresult rc) {
+    const char *s = nullptr;
+    if (d.get_error_string(rc, &s) != CUDA_SUCCESS || !s) return "unknown CUresult";
+    return s;
+}
 
 }  // namespace terse::device
 #endif

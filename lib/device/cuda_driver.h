@@ -13,8 +13,10 @@
 // is never unloaded: the application's own CUDA teardown may still be
 // running at exit, and unloading the driver under it is not safe.
 //
-// Only built with the toolkit's headers (TERSE_HAVE_CUDA); the entry
-// points are the unversioned ones, stable since CUDA 7.
+// Only built with the toolkit's headers (TERSE_HAVE_CUDA).  Entry points
+// are resolved by the names cuda.h's macros map the API to (the _v2 forms
+// of the copies and of cuMemHostAlloc's neighbours), so that each pointer
+// has the ABI of the declaration its type is taken from.
 #pragma once
 
 #include "terse_build_config.h"
@@ -27,8 +29,27 @@ namespace terse::device {
 struct CudaDriver {
     decltype(&cuPointerGetAttributes) pointer_get_attributes = nullptr;
     decltype(&cuGetErrorString) get_error_string = nullptr;
+    // Staging device buffers through pinned host memory (device/staging.h):
+    // the copies run in the buffer's own context, pushed on the thread that
+    // copies (an application thread or the progress thread).
+    decltype(&cuCtxPushCurrent) ctx_push = nullptr;
+    decltype(&cuCtxPopCurrent) ctx_pop = nullptr;
+    decltype(&cuMemHostAlloc) mem_host_alloc = nullptr;
+    decltype(&cuMemFreeHost) mem_free_host = nullptr;
+    decltype(&cuMemcpyDtoHAsync) memcpy_dtoh_async = nullptr;
+    decltype(&cuMemcpyHtoDAsync) memcpy_htod_async = nullptr;
+    decltype(&cuStreamCreate) stream_create = nullptr;
+    decltype(&cuStreamDestroy) stream_destroy = nullptr;
+    decltype(&cuStreamSynchronize) stream_synchronize = nullptr;
+    decltype(&cuEventCreate) event_create = nullptr;
+    decltype(&cuEventDestroy) event_destroy = nullptr;
+    decltype(&cuEventRecord) event_record = nullptr;
+    decltype(&cuEventSynchronize) event_synchronize = nullptr;
     int version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor
 };
+
+// A CUresult as text ("CUDA_ERROR_...: why"), for messages.
+const char *cuda_result_string(const CudaDriver &d, CUresult rc);
 
 // The loaded driver, or nullptr when this machine has none.  Thread-safe;
 // loads once, on the first call.

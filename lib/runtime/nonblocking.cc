@@ -41,6 +41,12 @@ struct NbCall {
     std::string msg;
     int error_code = MPI_SUCCESS;  // what the request reports
     MPI_Request greq = MPI_REQUEST_NULL;
+    // Its device buffers' host copies: the result goes back before the
+    // request completes (nb_start, nb_track_staged).
+    std::unique_ptr<device::StagedCall> staged;
+    // A call the MPI library serves on staged buffers: its request, tested
+    // until it completes (no queue, no operation).
+    MPI_Request inner = MPI_REQUEST_NULL;
 };
 
 namespace {
@@ -239,6 +245,16 @@ void complete_call(NbCall *c) {
         c->op.reset();
         c->q = nullptr;
     }
+    if (c->staged) {
+        // The result back in device memory before MPI learns the request
+        // is complete; on whichever thread completes it (finish() makes
+        // the buffer's context current for the copy).
+        if (c->status == TERSE_OK) {
+            c->status = c->staged->finish();
+            if (c->status != TERSE_OK) c->msg = last_error();
+        }
+        c->staged.reset();
+    }
     if (c->status != TERSE_OK) {
         TERSE_LOG_ERROR("%s failed: %s (%s)", c->call, c->msg.c_str(), terse_status_string(c->status));
         c->error_code = g.error_code ? g.error_code(c->status) : MPI_ERR_OTHER;
@@ -266,6 +282,37 @@ std::vector<NbCall *> take_finished(const NbQueue *q = nullptr) {
 
 void complete_finished(const NbQueue *q = nullptr) {
     for (NbCall *c : take_finished(q)) complete_call(c);
+}
+
+// The staged calls the MPI library serves whose request completed
+// (block: waits for each).  On a thread that may call MPI.
+void test_inner_requests(bool block = false) {
+    // One tester at a time: MPI forbids two threads completing one request.
+    static std::mutex testing;
+    std::unique_lock<std::mutex> one(testing, std::defer_lock);
+    if (block) one.lock();
+    else if (!one.try_lock()) return;
+    std::vector<NbCall *> inner;
+    {
+        std::lock_guard<std::mutex> lk(g.mu);
+        for (NbCall *c : g.calls)
+            if (c->inner != MPI_REQUEST_NULL && !c->finished.load(std::memory_order_acquire)) inner.push_back(c);
+    }
+    for (NbCall *c : inner) {
+        int done = 0;
+        MPI_Status status;
+        const int rc = block ? PMPI_Wait(&c->inner, &status) : PMPI_Test(&c->inner, &done, &status);
+        if (rc != MPI_SUCCESS) {
+            c->status = set_error(TERSE_ERR_MPI, "terse: %s on staged host copies failed in the MPI library (%d)",
+                                  c->call, rc);
+            c->msg = last_error();
+            done = 1;
+        }
+        if (block || done) {
+            c->inner = MPI_REQUEST_NULL;
+            c->finished.store(true, std::memory_order_release);
+        }
+    }
 }
 
 void progress_thread() {
@@ -344,8 +391,29 @@ void nb_init(int provided, int (*error_code)(Status)) {
     g.stop = false;
 }
 
+Status nb_track_staged(std::unique_ptr<device::StagedCall> &&staged, const char *call, MPI_Request *request) {
+    NbCall *c = new (std::nothrow) NbCall;
+    if (!c) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory starting %s", call);
+    c->call = call;
+    c->inner = *request;
+    if (PMPI_Grequest_start(query_fn, free_fn, cancel_fn, c, &c->greq) != MPI_SUCCESS) {
+        // The library's request is the application's again.
+        c->inner = MPI_REQUEST_NULL;
+        delete c;
+        return set_error(TERSE_ERR_MPI, "terse: %s: MPI_Grequest_start failed", call);
+    }
+    c->staged = std::move(staged);
+    {
+        std::lock_guard<std::mutex> lk(g.mu);
+        g.calls.push_back(c);
+        g.pending.store(int(g.calls.size()), std::memory_order_release);
+    }
+    *request = c->greq;
+    return TERSE_OK;
+}
+
 Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, int prio, const char *call,
-                MPI_Request *request) {
+                MPI_Request *request, std::unique_ptr<device::StagedCall> &&staged) {
     Status s = TERSE_OK;
     NbQueue *q = queue_of(st, &s);
     if (!q) return s;
@@ -374,6 +442,7 @@ Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &cho
         delete c;
         return set_error(TERSE_ERR_MPI, "terse: %s: MPI_Grequest_start failed", call);
     }
+    c->staged = std::move(staged);
     g.running.fetch_add(1, std::memory_order_acq_rel);
     {
         std::lock_guard<std::mutex> lk(g.mu);
@@ -408,6 +477,7 @@ void nb_poll(bool issuing) {
     if (!nb_pending()) return;
     bool blocked = false;
     advance_all(&blocked, false, issuing);
+    test_inner_requests();
     complete_finished();
     if (g.running.load(std::memory_order_acquire) > 0) kick();
 }
@@ -443,6 +513,7 @@ void nb_finalize() {
             drain_locked(q);
         }
     }
+    test_inner_requests(true);
     complete_finished();
     {
         std::lock_guard<std::mutex> lk(g.mu);

@@ -51,6 +51,7 @@
 //  - MPI_Finalize completes every operation still in flight first.
 #pragma once
 
+#include "device/staged_call.h"
 #include "engine/coll_args.h"
 #include "runtime/collective.h"
 #include "config/config.h"
@@ -100,9 +101,20 @@ void nb_finalize();
 
 // Start a non-blocking collective that the engine runs on st (ready and
 // eligible), with priority prio (nb_take_priority); call names it in
-// messages.  args' counts and displs are copied.
+// messages.  args' counts and displs are copied.  staged (may be null): the
+// call's device buffers staged through host memory (args names the host
+// copies); the result is copied back to the device after the operation
+// finished and before its request completes.  Taken over only on success.
 Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, int prio, const char *call,
-                MPI_Request *request);
+                MPI_Request *request, std::unique_ptr<device::StagedCall> &&staged = nullptr);
+
+// A non-blocking call the MPI library serves on host copies of device
+// buffers: *request (the library's request, started on staged's buffers)
+// is replaced by a generalized request that completes once the library's
+// request completed and the result is back in device memory.  The
+// library's request is tested by the completion calls terse intercepts
+// (nb_poll); MPI_Finalize waits for it.  Taken over only on success.
+Status nb_track_staged(std::unique_ptr<device::StagedCall> &&staged, const char *call, MPI_Request *request);
 
 // terse_set_next_priority: the priority of the calling thread's next
 // non-blocking collective on comm.  nb_take_priority, at the start of every

@@ -6,6 +6,7 @@
 #include "runtime/comm_state.h"
 #include "capture/capture.h"
 #include "device/mem_kind.h"
+#include "device/staged_call.h"
 #include "engine/message_tag.h"
 #include "util/log.h"
 #include "util/scratch.h"
@@ -123,13 +124,16 @@ void print_stats_line(const std::string &name, int rank, int size, const Stats &
 
 // Calls that never reached a communicator's statistics (pass_through.h),
 // and, in a process with a CUDA driver, the calls in device memory that
-// went to the MPI library as they were (device/mem_kind.h).
+// went to the MPI library as they were (device/mem_kind.h) and those
+// staged through host memory, with the bytes copied (device/staged_call.h).
 void print_process_line(int world_rank, size_t floor) {
     if (!prints_stats_line(world_rank)) return;
-    char device[64] = "";
+    char device[128] = "";
     if (device::driver_loaded())
-        snprintf(device, sizeof device, " device_passed=%llu",
-                 static_cast<unsigned long long>(device::device_calls_passed()));
+        snprintf(device, sizeof device, " device_passed=%llu device_staged=%llu device_staged_bytes=%llu",
+                 static_cast<unsigned long long>(device::device_calls_passed()),
+                 static_cast<unsigned long long>(device::device_calls_staged()),
+                 static_cast<unsigned long long>(device::device_bytes_staged()));
     fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu%s\n", world_rank, floor,
             static_cast<unsigned long long>(straight_passes()), device);
 }
@@ -240,6 +244,8 @@ void runtime_finalize() {
     // Operations still in flight complete first (they need the states and
     // the transport).
     nb_finalize();
+    // Pinned memory goes while the application's CUDA contexts still exist.
+    device::staging_release_idle();
     if (!g_rt.active.exchange(false)) return;
     const size_t floor = pass_floor();
     pass_close();

@@ -1,0 +1,277 @@
+// A CUDA driver for tests only, built as libcuda.so.1 in the build tree
+// (never installed), so that staging device buffers is tested on machines
+// without a GPU.  "Device memory" is a host arena whose pages are PROT_NONE
+// except while this driver itself copies into or out of them: any other
+// host code that touches a device buffer (terse's engine, the MPI
+// library) takes SIGSEGV, so a test that passes shows that nothing but
+// the driver's copies read or wrote device memory.
+//
+// It implements the entry points terse resolves (device/cuda_driver.cc)
+// and the few a test program needs (cuMemAlloc_v2, cuMemFree_v2, the
+// synchronous copies), with the real driver's answers where terse reads
+// them: cuPointerGetAttributes reports device memory, pinned host memory
+// and unknown pointers as the driver does; every call that needs a
+// context fails with CUDA_ERROR_INVALID_CONTEXT when the calling thread
+// has none current, so terse must push the buffer's context on whichever
+// thread copies.  Asynchronous copies run at once, in the caller (a stream
+// in order is then trivially respected); they accept only pinned host
+// memory from cuMemHostAlloc, as staging must use.
+//
+// fake_cuda_*() are for the tests: the context to make current, counters.
+#include <cuda.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace {
+
+constexpr size_t kArenaBytes = size_t(1) << 30;
+
+struct Allocation {
+    uintptr_t start;
+    size_t size;  // as asked
+    size_t span;  // page-rounded, what it occupies
+    unsigned long long id;
+    bool live;
+    bool device;  // else pinned host memory
+};
+
+struct Stream {
+    int magic = 0x57a3;
+};
+struct Event {
+    int magic = 0xe7e7;
+};
+
+int g_ctx_object;
+CUcontext ctx() { return reinterpret_cast<CUcontext>(&g_ctx_object); }
+
+std::mutex g_mu;
+char *g_arena = nullptr;
+size_t g_arena_used = 0;
+std::vector<Allocation> g_allocs;
+unsigned long long g_next_id = 1;
+std::atomic<unsigned long long> g_async_copies{0}, g_live_objects{0};
+thread_local std::vector<CUcontext> t_stack;
+
+size_t page() { return size_t(sysconf(_SC_PAGESIZE)); }
+
+bool arena_ready() {
+    if (g_arena) return true;
+    void *p = mmap(nullptr, kArenaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    g_arena = static_cast<char *>(p);
+    return true;
+}
+
+bool has_context() { return !t_stack.empty(); }
+
+// The live allocation holding p (nullptr: none).  Under g_mu.
+Allocation *find(uintptr_t p) {
+    for (Allocation &a : g_allocs)
+        if (a.live && p >= a.start && p < a.start + a.size) return &a;
+    return nullptr;
+}
+
+// [p, p + n) inside one live allocation of the given kind.  Under g_mu.
+bool inside(uintptr_t p, size_t n, bool device) {
+    Allocation *a = find(p);
+    return a && a->device == device && n <= a->start + a->size - p;
+}
+
+// Copies with the arena's pages open for exactly the duration.  Under g_mu.
+void arena_copy(void *dst, const void *src, size_t n, uintptr_t dev) {
+    const uintptr_t lo = dev & ~(page() - 1), hi = (dev + n + page() - 1) & ~(page() - 1);
+    mprotect(reinterpret_cast<void *>(lo), hi - lo, PROT_READ | PROT_WRITE);
+    memcpy(dst, src, n);
+    mprotect(reinterpret_cast<void *>(lo), hi - lo, PROT_NONE);
+}
+
+CUresult copy(void *dst, const void *src, size_t n, bool to_device, bool async) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    std::lock_guard<std::mutex> lk(g_mu);
+    const uintptr_t dev = to_device ? uintptr_t(dst) : uintptr_t(src);
+    const uintptr_t host = to_device ? uintptr_t(src) : uintptr_t(dst);
+    if (!inside(dev, n, true)) return CUDA_ERROR_INVALID_VALUE;
+    if (async && !inside(host, n, false)) return CUDA_ERROR_INVALID_VALUE;
+    if (async) g_async_copies.fetch_add(1);
+    arena_copy(dst, src, n, dev);
+    return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUcontext fake_cuda_context(void) { return ctx(); }
+unsigned long long fake_cuda_async_copies(void) { return g_async_copies.load(); }
+// Streams, events and pinned buffers not yet released.
+unsigned long long fake_cuda_live_objects(void) { return g_live_objects.load(); }
+
+CUresult cuDriverGetVersion(int *v) {
+    *v = 12040;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult rc, const char **s) {
+    switch (rc) {
+    case CUDA_SUCCESS: *s = "no error"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument (fake driver)"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory (fake driver)"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context (fake driver: none current)"; break;
+    default: *s = "error (fake driver)"; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext c) {
+    if (c != ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    t_stack.push_back(c);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *c) {
+    if (t_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (c) *c = t_stack.back();
+    t_stack.pop_back();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (!arena_ready()) return CUDA_ERROR_OUT_OF_MEMORY;
+    const size_t span = (bytes + page() - 1) & ~(page() - 1);
+    // First fit among freed spans, so that addresses are reused (with a
+    // new buffer id), as a real allocator does.
+    for (Allocation &a : g_allocs)
+        if (!a.live && a.device && a.span >= span) {
+            a.live = true;
+            a.size = bytes;
+            a.id = g_next_id++;
+            *p = a.start;
+            return CUDA_SUCCESS;
+        }
+    if (g_arena_used + span > kArenaBytes) return CUDA_ERROR_OUT_OF_MEMORY;
+    Allocation a{uintptr_t(g_arena + g_arena_used), bytes, span, g_next_id++, true, true};
+    g_arena_used += span;
+    g_allocs.push_back(a);
+    *p = a.start;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    Allocation *a = find(uintptr_t(p));
+    if (!a || !a->device || a->start != uintptr_t(p)) return CUDA_ERROR_INVALID_VALUE;
+    a->live = false;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    const size_t span = (bytes + page() - 1) & ~(page() - 1);
+    void *m = aligned_alloc(page(), span ? span : page());
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_allocs.push_back(Allocation{uintptr_t(m), bytes, span, g_next_id++, true, false});
+    g_live_objects.fetch_add(1);
+    *p = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeHost(void *p) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    std::lock_guard<std::mutex> lk(g_mu);
+    Allocation *a = find(uintptr_t(p));
+    if (!a || a->device || a->start != uintptr_t(p)) return CUDA_ERROR_INVALID_VALUE;
+    // Host allocations are never reused by address here: dropped.
+    g_allocs.erase(g_allocs.begin() + (a - g_allocs.data()));
+    free(p);
+    g_live_objects.fetch_sub(1);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    return copy(reinterpret_cast<void *>(dst), src, n, true, false);
+}
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    return copy(dst, reinterpret_cast<const void *>(src), n, false, false);
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    return copy(reinterpret_cast<void *>(dst), src, n, true, true);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    return copy(dst, reinterpret_cast<const void *>(src), n, false, true);
+}
+
+CUresult cuStreamCreate(CUstream *s, unsigned int) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    *s = reinterpret_cast<CUstream>(new Stream);
+    g_live_objects.fetch_add(1);
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy_v2(CUstream s) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    delete reinterpret_cast<Stream *>(s);
+    g_live_objects.fetch_sub(1);
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+
+CUresult cuEventCreate(CUevent *e, unsigned int) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    *e = reinterpret_cast<CUevent>(new Event);
+    g_live_objects.fetch_add(1);
+    return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy_v2(CUevent e) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    delete reinterpret_cast<Event *>(e);
+    g_live_objects.fetch_sub(1);
+    return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    return e && s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuEventSynchronize(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+
+// Like the real driver's plural query: values of a pointer no allocation
+// holds are left zero and the call succeeds.
+CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr p) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    const Allocation *a = find(uintptr_t(p));
+    for (unsigned int i = 0; i < n; ++i) {
+        switch (attrs[i]) {
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *static_cast<unsigned int *>(data[i]) = !a          ? 0
+                                                    : a->device ? CU_MEMORYTYPE_DEVICE
+                                                                : CU_MEMORYTYPE_HOST;
+            break;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int *>(data[i]) = 0; break;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long *>(data[i]) = a ? a->id : 0; break;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *static_cast<CUdeviceptr *>(data[i]) = a ? CUdeviceptr(a->start) : 0;
+            break;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t *>(data[i]) = a ? a->size : 0; break;
+        case CU_POINTER_ATTRIBUTE_CONTEXT: *static_cast<CUcontext *>(data[i]) = a ? ctx() : nullptr; break;
+        default: return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+}  // extern "C"
