@@ -186,7 +186,8 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"badmode", "reduction mode 9 is unknown"}, Broken{"nodtypes", "dtype mask 0x0 is empty"},
         Broken{"baddtype", "dtype mask 0x100002 is out of range"},
         Broken{"badmem", "memory kinds 0x2, expected host"}, Broken{"badreserved", "reserved[3] is not NULL"},
-        Broken{"badidentity", "flag TERSE_CODEC_FLAG_IDENTITY requires TERSE_CODEC_FLAG_LOSSLESS"}),
+        Broken{"badidentity", "flag TERSE_CODEC_FLAG_IDENTITY requires TERSE_CODEC_FLAG_LOSSLESS"},
+        Broken{"badworkspace", "device_workspace_size is set but memory kinds 0x1 do not include cuda"}),
     [](const ::testing::TestParamInfo<Broken> &info) { return std::string(info.param.file); });
 
 TEST_F(RegistryTest, WellFormedSummableLoads) {
@@ -267,6 +268,36 @@ terse_codec_setup_t setup_for(terse_dtype_t dt, int nranks = 4, terse_mem_kind_t
     s.nranks = nranks;
     s.max_chunk_count = 1 << 20;
     return s;
+}
+
+// ABI revisions (include/terse/codec.h): a host plugin built against
+// revision 2 loads and runs host instances; a revision-3 device codec
+// exposes its device workspace for cuda instances only.
+TEST_F(RegistryTest, PluginOfRevisionTwoLoadsAsHostOnly) {
+    auto p = parse_ok("rev2");
+    EXPECT_EQ(p->plugin()->desc->mem_kinds, unsigned{TERSE_MEM_HOST});
+    EXPECT_EQ(p->plugin()->desc->device_workspace_size, nullptr);
+    std::unique_ptr<CodecInstance> inst;
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32), &inst), TERSE_OK) << msg();
+    EXPECT_EQ(inst->device_workspace_size(), 0u);
+    EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &inst),
+              TERSE_ERR_UNSUPPORTED);
+    EXPECT_TRUE(contains(msg(), "codec 'rev2' does not support cuda memory (supports: host)")) << msg();
+}
+
+TEST_F(RegistryTest, DeviceCodecOfRevisionThreeStatesItsWorkspace) {
+    auto p = parse_ok("rev3cuda");
+    EXPECT_EQ(p->plugin()->desc->mem_kinds, unsigned{TERSE_MEM_HOST | TERSE_MEM_CUDA});
+    std::unique_ptr<CodecInstance> host, dev;
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32), &host), TERSE_OK) << msg();
+    EXPECT_EQ(host->device_workspace_size(), 0u);
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &dev), TERSE_OK)
+        << msg();
+    EXPECT_EQ(dev->setup().mem_kind, TERSE_MEM_CUDA);
+    EXPECT_EQ(dev->device_workspace_size(), size_t{1000} << 20);
+    // The memory kinds terse only detects are never a codec's to run on.
+    EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA_HOST), &dev),
+              TERSE_ERR_UNSUPPORTED);
 }
 
 TEST_F(RegistryTest, NoneParamsAndCanonical) {
