@@ -3,6 +3,7 @@
 #include "codec/crc32c.h"
 #include "codec/frame.h"
 #include "codec/registry.h"
+#include "terse_build_config.h"
 
 #include <gtest/gtest.h>
 
@@ -298,6 +299,19 @@ TEST_F(RegistryTest, DeviceCodecOfRevisionThreeStatesItsWorkspace) {
     // The memory kinds terse only detects are never a codec's to run on.
     EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA_HOST), &dev),
               TERSE_ERR_UNSUPPORTED);
+}
+
+// The quantize module names cuda exactly when it was built with its kernels.
+TEST_F(RegistryTest, QuantizeNamesCudaOnlyWithItsKernels) {
+    const CodecPlugin *q = nullptr;
+    ASSERT_EQ(Registry::instance().find("quantize", &q), TERSE_OK) << msg();
+#if defined(TERSE_HAVE_CUDA)
+    EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST | TERSE_MEM_CUDA});
+    EXPECT_NE(q->desc->device_workspace_size, nullptr);
+#else
+    EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST});
+    EXPECT_EQ(q->desc->device_workspace_size, nullptr);
+#endif
 }
 
 TEST_F(RegistryTest, NoneParamsAndCanonical) {
