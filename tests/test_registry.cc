@@ -342,9 +342,19 @@ TEST_F(RegistryTest, CreateChecksDtypeAndMemory) {
         contains(terse::last_error(),
                  "codec 'none' does not support dtype float16 (supports: float32, float64, int32, int64)"))
         << terse::last_error();
+    // none runs on device memory in a build with CUDA (plugins/none/none_device.cu).
+#if defined(TERSE_HAVE_CUDA)
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &inst), TERSE_OK)
+        << terse::last_error();
+    EXPECT_EQ(inst->setup().mem_kind, TERSE_MEM_CUDA);
+    inst.reset();
+#else
     EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &inst),
               TERSE_ERR_UNSUPPORTED);
     EXPECT_TRUE(contains(terse::last_error(), "does not support cuda memory")) << terse::last_error();
+#endif
+    EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA_MANAGED), &inst),
+              TERSE_ERR_UNSUPPORTED);
     EXPECT_EQ(inst, nullptr);
     ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_INT64), &inst), TERSE_OK);
     EXPECT_EQ(inst->setup().dtype, TERSE_DTYPE_INT64);

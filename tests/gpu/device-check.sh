@@ -78,7 +78,8 @@ case $status in
 esac
 
 # ---------------------------------------------------------------- codec kernels
-# plugins/quantize/quantize_device.cu with nvcc for this card, the CPU codec
+# plugins/quantize/quantize_device.cu and plugins/none/none_device.cu (the
+# lossless reduction) with nvcc for this card, the CPU codec
 # with $CXX (FP contraction off on both: the bits must match), compiled in
 # parallel; then test_gpu_codec_kernels, at most 6 minutes.
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .') || cap=
@@ -91,6 +92,10 @@ pids=
 "$CUDA_HOME/bin/nvcc" -std=c++20 -O3 --fmad=false $gencode -Xcompiler -ffp-contract=off \
     -DTERSE_QUANTIZE_CUDA=1 -I"$top/include" -c "$q/quantize_device.cu" -o "$build/quantize_device.o" &
 pids="$pids $!"
+# shellcheck disable=SC2086
+"$CUDA_HOME/bin/nvcc" -std=c++20 -O3 --fmad=false $gencode -Xcompiler -ffp-contract=off \
+    -I"$top/include" -c "$top/plugins/none/none_device.cu" -o "$build/none_device.o" &
+pids="$pids $!"
 for src in "$q"/quantize_codec.cc "$q"/quantize_kernels_scalar.cc "$q"/quantize_kernels_avx2.cc \
     "$q"/quantize_kernels_avx512.cc "$q"/quantize_params.cc "$q"/quantize_plugin.cc \
     "$top/tests/gpu/test_gpu_codec_kernels.cc"; do
@@ -102,6 +107,7 @@ for p in $pids; do
     wait "$p" || { echo "device-check: FAIL: building the codec kernels"; exit 1; }
 done
 "$CXX" -o "$build/test_gpu_codec_kernels" "$build"/test_gpu_codec_kernels.o "$build"/quantize_*.o \
+    "$build/none_device.o" \
     -L"$CUDA_HOME/lib64" -lcudart_static -lrt -ldl -lpthread
 
 if [ -z "${TERSE_SHARED_DATA:-}" ]; then
