@@ -110,12 +110,21 @@ TERSE_HD inline void store_code_word(uint8_t *codes, size_t count, int w, size_t
     for (size_t k = 0; at + k < have; k++) p[k] = static_cast<uint8_t>(word >> (8 * k));
 }
 
+// A little-endian word: on the device one 32-bit load where aligned (the
+// payload's code words are, when the payload is), else byte by byte.
+TERSE_HD inline uint32_t load_word(const uint8_t *p) {
+#if defined(__CUDA_ARCH__)
+    if ((reinterpret_cast<uintptr_t>(p) & 3u) == 0) return *reinterpret_cast<const uint32_t *>(p);
+#endif
+    return terse_codec::get_u32(p);
+}
+
 // Loads word j of group g; bytes past the stream read as zero (as unpack_group).
 TERSE_HD inline uint32_t load_code_word(const uint8_t *codes, size_t count, int w, size_t g, int j) {
     const uint8_t *p = codes + 4 * static_cast<size_t>(w) * g + 4 * static_cast<size_t>(j);
     const size_t have = group_bytes(count, w, g);
     const size_t at = 4 * static_cast<size_t>(j);
-    if (at + 4 <= have) return terse_codec::get_u32(p);
+    if (at + 4 <= have) return load_word(p);
     uint32_t v = 0;
     for (size_t k = 0; at + k < have; k++) v |= static_cast<uint32_t>(p[k]) << (8 * k);
     return v;
@@ -126,7 +135,7 @@ TERSE_HD inline uint32_t load_code(const uint8_t *codes, size_t count, int w, bo
     if (planes) {
         const uint8_t *p = codes + 4 * static_cast<size_t>(w) * g;
         uint32_t s = 0;
-        for (int j = 0; j < w; j++) s |= ((terse_codec::get_u32(p + 4 * j) >> lane) & 1u) << j;
+        for (int j = 0; j < w; j++) s |= ((load_word(p + 4 * j) >> lane) & 1u) << j;
         return s;
     }
     const uint32_t word = load_code_word(codes, count, w, g, word_of_lane(lane, w));
