@@ -243,8 +243,12 @@ private:
         stats_.assign(nc * std::max<size_t>(nstats_, 1), 0.0);
         call_.resize(nc);
         for (size_t c = 0; c < nc; c++) {
-            call_[c] = terse_codec_call_t{sizeof(terse_codec_call_t), summable() ? &stats_[c * nstats_] : nullptr,
-                                          0x5eed + c, nullptr};
+            call_[c] = terse_codec_call_t{sizeof(terse_codec_call_t),
+                                          summable() ? &stats_[c * nstats_] : nullptr,
+                                          0x5eed + c,
+                                          nullptr,
+                                          nullptr,
+                                          0};
         }
         compute_stats();
         return true;

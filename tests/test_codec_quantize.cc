@@ -257,7 +257,18 @@ TEST(QuantizeCreate, RefusesWhatItCannotDo) {
               TERSE_CODEC_ERR_UNSUPPORTED);
     EXPECT_STREQ(err, "dtype 3 is not supported (accepted: float32, float64, float16, bfloat16)");
     s.dtype = TERSE_DTYPE_FLOAT32;
-    s.mem_kind = TERSE_MEM_CUDA;
+    s.mem_kind = TERSE_MEM_CUDA;  // only in a build with the device kernels
+    if (tq::mem_kinds() & TERSE_MEM_CUDA) {
+        ASSERT_EQ(tq::create_instance(tq::Params{}, &s, Isa::Scalar, &inst, err, sizeof err), TERSE_CODEC_OK);
+        EXPECT_EQ(inst->mem, TERSE_MEM_CUDA);
+        tq::destroy_instance(inst);
+        inst = nullptr;
+    } else {
+        EXPECT_EQ(tq::create_instance(tq::Params{}, &s, Isa::Scalar, &inst, err, sizeof err),
+                  TERSE_CODEC_ERR_UNSUPPORTED);
+        EXPECT_STREQ(err, "memory kind 2 is not supported (accepted: host)");
+    }
+    s.mem_kind = TERSE_MEM_CUDA_MANAGED;  // detected by terse, never a codec's to run on
     EXPECT_EQ(tq::create_instance(tq::Params{}, &s, Isa::Scalar, &inst, err, sizeof err),
               TERSE_CODEC_ERR_UNSUPPORTED);
     s.mem_kind = TERSE_MEM_HOST;

@@ -3,6 +3,7 @@
 #include "codec/crc32c.h"
 #include "codec/frame.h"
 #include "codec/registry.h"
+#include "terse_build_config.h"
 
 #include <gtest/gtest.h>
 
@@ -186,7 +187,8 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"badmode", "reduction mode 9 is unknown"}, Broken{"nodtypes", "dtype mask 0x0 is empty"},
         Broken{"baddtype", "dtype mask 0x100002 is out of range"},
         Broken{"badmem", "memory kinds 0x2, expected host"}, Broken{"badreserved", "reserved[3] is not NULL"},
-        Broken{"badidentity", "flag TERSE_CODEC_FLAG_IDENTITY requires TERSE_CODEC_FLAG_LOSSLESS"}),
+        Broken{"badidentity", "flag TERSE_CODEC_FLAG_IDENTITY requires TERSE_CODEC_FLAG_LOSSLESS"},
+        Broken{"badworkspace", "device_workspace_size is set but memory kinds 0x1 do not include cuda"}),
     [](const ::testing::TestParamInfo<Broken> &info) { return std::string(info.param.file); });
 
 TEST_F(RegistryTest, WellFormedSummableLoads) {
@@ -269,6 +271,49 @@ terse_codec_setup_t setup_for(terse_dtype_t dt, int nranks = 4, terse_mem_kind_t
     return s;
 }
 
+// ABI revisions (include/terse/codec.h): a host plugin built against
+// revision 2 loads and runs host instances; a revision-3 device codec
+// exposes its device workspace for cuda instances only.
+TEST_F(RegistryTest, PluginOfRevisionTwoLoadsAsHostOnly) {
+    auto p = parse_ok("rev2");
+    EXPECT_EQ(p->plugin()->desc->mem_kinds, unsigned{TERSE_MEM_HOST});
+    EXPECT_EQ(p->plugin()->desc->device_workspace_size, nullptr);
+    std::unique_ptr<CodecInstance> inst;
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32), &inst), TERSE_OK) << msg();
+    EXPECT_EQ(inst->device_workspace_size(), 0u);
+    EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &inst),
+              TERSE_ERR_UNSUPPORTED);
+    EXPECT_TRUE(contains(msg(), "codec 'rev2' does not support cuda memory (supports: host)")) << msg();
+}
+
+TEST_F(RegistryTest, DeviceCodecOfRevisionThreeStatesItsWorkspace) {
+    auto p = parse_ok("rev3cuda");
+    EXPECT_EQ(p->plugin()->desc->mem_kinds, unsigned{TERSE_MEM_HOST | TERSE_MEM_CUDA});
+    std::unique_ptr<CodecInstance> host, dev;
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32), &host), TERSE_OK) << msg();
+    EXPECT_EQ(host->device_workspace_size(), 0u);
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &dev), TERSE_OK)
+        << msg();
+    EXPECT_EQ(dev->setup().mem_kind, TERSE_MEM_CUDA);
+    EXPECT_EQ(dev->device_workspace_size(), size_t{1000} << 20);
+    // The memory kinds terse only detects are never a codec's to run on.
+    EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA_HOST), &dev),
+              TERSE_ERR_UNSUPPORTED);
+}
+
+// The quantize module names cuda exactly when it was built with its kernels.
+TEST_F(RegistryTest, QuantizeNamesCudaOnlyWithItsKernels) {
+    const CodecPlugin *q = nullptr;
+    ASSERT_EQ(Registry::instance().find("quantize", &q), TERSE_OK) << msg();
+#if defined(TERSE_HAVE_CUDA)
+    EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST | TERSE_MEM_CUDA});
+    EXPECT_NE(q->desc->device_workspace_size, nullptr);
+#else
+    EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST});
+    EXPECT_EQ(q->desc->device_workspace_size, nullptr);
+#endif
+}
+
 TEST_F(RegistryTest, NoneParamsAndCanonical) {
     auto p = parse_ok("none");
     ASSERT_NE(p, nullptr);
@@ -297,9 +342,19 @@ TEST_F(RegistryTest, CreateChecksDtypeAndMemory) {
         contains(terse::last_error(),
                  "codec 'none' does not support dtype float16 (supports: float32, float64, int32, int64)"))
         << terse::last_error();
+    // none runs on device memory in a build with CUDA (plugins/none/none_device.cu).
+#if defined(TERSE_HAVE_CUDA)
+    ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &inst), TERSE_OK)
+        << terse::last_error();
+    EXPECT_EQ(inst->setup().mem_kind, TERSE_MEM_CUDA);
+    inst.reset();
+#else
     EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA), &inst),
               TERSE_ERR_UNSUPPORTED);
     EXPECT_TRUE(contains(terse::last_error(), "does not support cuda memory")) << terse::last_error();
+#endif
+    EXPECT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_FLOAT32, 4, TERSE_MEM_CUDA_MANAGED), &inst),
+              TERSE_ERR_UNSUPPORTED);
     EXPECT_EQ(inst, nullptr);
     ASSERT_EQ(Registry::instance().create(*p, setup_for(TERSE_DTYPE_INT64), &inst), TERSE_OK);
     EXPECT_EQ(inst->setup().dtype, TERSE_DTYPE_INT64);

@@ -24,6 +24,13 @@
  *
  * Per-block arithmetic in plugins is written as TERSE_HD functions (host and
  * device) so that the same source compiles for CUDA.
+ *
+ * Device codecs (revision 3): a callback of a TERSE_MEM_CUDA instance
+ * queues its kernels on call->stream and returns once their outcome is
+ * known (it waits for that stream), so its status means what it means on
+ * the host; it allocates nothing (device_workspace_size, sized at
+ * create).  Its payloads are byte-identical to the host codec's for the
+ * same input, so GPU and CPU ranks interoperate.
  */
 #ifndef TERSE_CODEC_H
 #define TERSE_CODEC_H
@@ -46,8 +53,20 @@ extern "C" {
  *   1: TERSE_CODEC_FLAG_IDENTITY.
  *   2: error_bound and error_contract (formerly reserved[0] and [1]; a
  *      plugin of an earlier revision leaves them NULL: no stated bound).
+ *   3: device codecs.  A descriptor that names TERSE_MEM_CUDA in mem_kinds
+ *      runs its callbacks on device memory for instances created with
+ *      setup.mem_kind TERSE_MEM_CUDA (every pointer argument then device
+ *      memory: data, payloads, the doubles stats() writes and
+ *      call->agreed_stats), on the stream call->stream.
+ *      device_workspace_size (formerly reserved[0]; NULL: none needed)
+ *      says how much device scratch such an instance needs; the engine
+ *      allocates it once per instance and passes it in the new call fields
+ *      workspace and workspace_size (terse_codec_call_t grew: a plugin
+ *      reads them only where TERSE_CODEC_CALL_HAS() says the caller's
+ *      struct has them).  The descriptor's size is unchanged; a plugin of
+ *      an earlier revision (reserved slots NULL, host only) loads as before.
  */
-#define TERSE_CODEC_ABI_REVISION 2u
+#define TERSE_CODEC_ABI_REVISION 3u
 
 /* Name of the entry point every plugin exports. */
 #define TERSE_CODEC_ENTRY_SYMBOL "terse_codec_entry_v1"
@@ -167,7 +186,16 @@ typedef struct terse_codec_call {
     const double *agreed_stats; /* SUMMABLE: stats() of this chunk reduced with MAX over ranks; else NULL */
     uint64_t seed;              /* for stochastic rounding; identical inputs + seed give identical output */
     void *stream;               /* cudaStream_t for TERSE_MEM_CUDA, else NULL */
+    /* Revision 3.  TERSE_MEM_CUDA instances: device_workspace_size() bytes
+     * of device memory, for this call alone (NULL, 0 for host instances). */
+    void *workspace;
+    size_t workspace_size;
 } terse_codec_call_t;
+
+/* Whether the caller's call struct has a field (a plugin newer than the
+ * engine must not read past the struct the engine filled in). */
+#define TERSE_CODEC_CALL_HAS(call, field) \
+    ((call) != NULL && (call)->struct_size >= offsetof(terse_codec_call_t, field) + sizeof((call)->field))
 
 typedef struct terse_codec_descriptor {
     uint32_t abi_version;    /* TERSE_CODEC_ABI_VERSION */
@@ -239,7 +267,13 @@ typedef struct terse_codec_descriptor {
      * The planner's TERSE_CODEC=auto compares it with the budget. */
     int (*error_contract)(const void *params, int nranks, int *kind, double *value);
 
-    void *reserved[6]; /* must be NULL */
+    /* Revision 3, optional (NULL: none needed; formerly reserved[0]).  For
+     * an instance created with setup.mem_kind TERSE_MEM_CUDA: the bytes of
+     * device workspace each of its calls needs (call->workspace), for
+     * chunks of up to setup.max_chunk_count elements.  Host instances: 0. */
+    size_t (*device_workspace_size)(void *instance);
+
+    void *reserved[5]; /* must be NULL */
 } terse_codec_descriptor_t;
 
 /* Type of the exported entry point. */

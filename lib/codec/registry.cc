@@ -395,6 +395,11 @@ Status Registry::validate(const terse_codec_descriptor_t *d, const std::string &
                          "plugin %s: memory kinds 0x%x, expected host (0x%x) plus optionally "
                          "cuda (0x%x)",
                          p, d->mem_kinds, unsigned{TERSE_MEM_HOST}, unsigned{TERSE_MEM_CUDA});
+    if (d->device_workspace_size && !(d->mem_kinds & TERSE_MEM_CUDA))
+        return set_error(TERSE_ERR_PLUGIN,
+                         "plugin %s: device_workspace_size is set but memory kinds 0x%x do not include cuda "
+                         "(0x%x); only device codecs have a device workspace",
+                         p, d->mem_kinds, unsigned{TERSE_MEM_CUDA});
     for (size_t i = 0; i < sizeof d->reserved / sizeof d->reserved[0]; i++)
         if (d->reserved[i])
             return set_error(TERSE_ERR_PLUGIN, "plugin %s: reserved[%zu] is not NULL, expected all NULL", p, i);

@@ -66,6 +66,13 @@ public:
     const terse_codec_descriptor_t *desc() const { return plugin_->desc; }
     void *get() const { return inst_; }
     const terse_codec_setup_t &setup() const { return setup_; }
+    // Device workspace each call of this instance needs (codec.h revision 3):
+    // 0 for a host instance or a codec that needs none.
+    size_t device_workspace_size() const {
+        return setup_.mem_kind == TERSE_MEM_CUDA && desc()->device_workspace_size
+                   ? desc()->device_workspace_size(inst_)
+                   : 0;
+    }
 private:
     const CodecPlugin *plugin_;
     void *inst_;

@@ -13,6 +13,13 @@
 #include <cstdint>
 #include <utility>
 
+// Unrolling asked of both compilers (nvcc does not know GCC's pragma).
+#if defined(__CUDACC__)
+#define TERSE_UNROLL32 _Pragma("unroll 32")
+#else
+#define TERSE_UNROLL32 _Pragma("GCC unroll 32")
+#endif
+
 namespace terse_codec {
 
 TERSE_HD inline int bit_length(uint64_t v) {
@@ -33,7 +40,7 @@ TERSE_HD inline void unpack32(const uint8_t *in, uint32_t *out) {
     static_assert(W >= 1 && W <= 32, "width");
     constexpr uint64_t mask = (W == 32) ? 0xffffffffull : ((1ull << W) - 1);
     constexpr int kBytes = 4 * W;  // the group; never read past it
-#pragma GCC unroll 32
+    TERSE_UNROLL32
     for (int i = 0; i < 32; i++) {
         const int bit = i * W;
         const int byte = bit >> 3;
@@ -54,7 +61,7 @@ TERSE_HD inline void pack32(const uint32_t *in, uint8_t *out) {
     constexpr uint64_t mask = (W == 32) ? 0xffffffffull : ((1ull << W) - 1);
     uint64_t acc = 0;
     int nbits = 0, j = 0;
-#pragma GCC unroll 32
+    TERSE_UNROLL32
     for (int i = 0; i < 32; i++) {
         acc |= (static_cast<uint64_t>(in[i]) & mask) << nbits;
         nbits += W;

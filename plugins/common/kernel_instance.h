@@ -11,13 +11,16 @@
 #include <terse/codec.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 
 namespace terse_codec {
 
 // The setup struct is as new as this plugin, the dtype has a kernel table
-// (*dindex: its index), the memory is host.
-inline int check_host_setup(const terse_codec_setup_t *setup, int *dindex, char *err, size_t errlen) {
+// (*dindex: its index), the memory is one of mem_kinds (host, or also cuda
+// for a codec built with its device kernels).
+inline int check_setup(const terse_codec_setup_t *setup, uint32_t mem_kinds, int *dindex, char *err,
+                       size_t errlen) {
     if (!setup || setup->struct_size < sizeof(terse_codec_setup_t)) {
         set_message(err, errlen, "setup struct_size %u, expected %zu", setup ? setup->struct_size : 0u,
                     sizeof(terse_codec_setup_t));
@@ -29,12 +32,18 @@ inline int check_host_setup(const terse_codec_setup_t *setup, int *dindex, char 
                     static_cast<int>(setup->dtype));
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
-    if (setup->mem_kind != TERSE_MEM_HOST) {
-        set_message(err, errlen, "only host memory is supported");
+    if (!(static_cast<uint32_t>(setup->mem_kind) & mem_kinds) ||
+        (setup->mem_kind != TERSE_MEM_HOST && setup->mem_kind != TERSE_MEM_CUDA)) {
+        set_message(err, errlen, "memory kind %u is not supported (accepted: host%s)",
+                    static_cast<unsigned>(setup->mem_kind), (mem_kinds & TERSE_MEM_CUDA) ? ", cuda" : "");
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
     *dindex = di;
     return TERSE_CODEC_OK;
+}
+
+inline int check_host_setup(const terse_codec_setup_t *setup, int *dindex, char *err, size_t errlen) {
+    return check_setup(setup, TERSE_MEM_HOST, dindex, err, errlen);
 }
 
 // The code path must run on this CPU; then a new Instance (fields p, dtype,

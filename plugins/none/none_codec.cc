@@ -13,6 +13,10 @@
 // receives the same bits.
 #include <terse/codec.h>
 
+#if defined(TERSE_NONE_CUDA)
+#include "none_device.h"
+#endif
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -24,7 +28,15 @@ namespace {
 struct NoneInstance {
     terse_dtype_t dtype;
     size_t elem_size;
+    terse_mem_kind_t mem;  // TERSE_MEM_CUDA: none_device.h does the work
 };
+
+// Device memory too in a build with the device part (none_device.cu).
+#if defined(TERSE_NONE_CUDA)
+constexpr uint32_t kMemKinds = TERSE_MEM_HOST | TERSE_MEM_CUDA;
+#else
+constexpr uint32_t kMemKinds = TERSE_MEM_HOST;
+#endif
 
 constexpr uint32_t kDtypes = TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64) |
                              TERSE_DTYPE_BIT(TERSE_DTYPE_INT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_INT64);
@@ -127,11 +139,14 @@ static int none_create(const void *, const terse_codec_setup_t *setup, void **in
                      static_cast<int>(setup->dtype));
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
-    if (setup->mem_kind != TERSE_MEM_HOST) {
-        message(err, errlen, "%s", "only host memory is supported");
+    if (setup->mem_kind != TERSE_MEM_HOST &&
+        !(setup->mem_kind == TERSE_MEM_CUDA && (kMemKinds & TERSE_MEM_CUDA))) {
+        message(err, errlen, "%s",
+                (kMemKinds & TERSE_MEM_CUDA) ? "memory kind not supported (accepted: host, cuda)"
+                                             : "only host memory is supported");
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
-    auto *inst = new (std::nothrow) NoneInstance{setup->dtype, size};
+    auto *inst = new (std::nothrow) NoneInstance{setup->dtype, size, setup->mem_kind};
     if (!inst) return TERSE_CODEC_ERR_NOMEM;
     *instance = inst;
     return TERSE_CODEC_OK;
@@ -144,19 +159,37 @@ static size_t none_max_encoded_size(void *instance, size_t count) {
 }
 
 static int none_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
-                       const terse_codec_call_t *) {
+                       const terse_codec_call_t *call) {
     const size_t size = static_cast<NoneInstance *>(instance)->elem_size;
     if (count > SIZE_MAX / size || count * size > dst_cap) return TERSE_CODEC_ERR_NOSPACE;
     const size_t n = count * size;
+#if defined(TERSE_NONE_CUDA)
+    if (static_cast<NoneInstance *>(instance)->mem == TERSE_MEM_CUDA) {
+        const int rc = terse_none::cuda_copy(dst, src, n, call ? call->stream : nullptr);
+        if (rc == TERSE_CODEC_OK) *dst_len = n;
+        return rc;
+    }
+#else
+    (void)call;
+#endif
     if (n) std::memcpy(dst, src, n);
     *dst_len = n;
     return TERSE_CODEC_OK;
 }
 
 static int none_decode(void *instance, const void *src, size_t src_len, void *dst, size_t count,
-                       int accumulate_into, terse_op_t op, const terse_codec_call_t *) {
+                       int accumulate_into, terse_op_t op, const terse_codec_call_t *call) {
     const auto *inst = static_cast<NoneInstance *>(instance);
     if (count > SIZE_MAX / inst->elem_size || src_len != count * inst->elem_size) return TERSE_CODEC_ERR_CORRUPT;
+#if defined(TERSE_NONE_CUDA)
+    if (inst->mem == TERSE_MEM_CUDA) {
+        void *stream = call ? call->stream : nullptr;
+        if (!accumulate_into) return terse_none::cuda_copy(dst, src, src_len, stream);
+        return terse_none::cuda_reduce(terse_codec::ReduceJob{dst, src, count, inst->dtype, op}, stream);
+    }
+#else
+    (void)call;
+#endif
     if (!accumulate_into) {
         if (src_len) std::memmove(dst, src, src_len);
         return TERSE_CODEC_OK;
@@ -179,7 +212,7 @@ const terse_codec_descriptor_t kNoneDescriptor = {
     "lossless: sends the data as it is",
     "no parameters",
     kDtypes,
-    TERSE_MEM_HOST,
+    kMemKinds,
     // The payload is the elements themselves: the engine may skip encode/decode.
     TERSE_CODEC_FLAG_LOSSLESS | TERSE_CODEC_FLAG_IDENTITY,
     TERSE_REDUCE_RECOMPRESS,
@@ -196,6 +229,7 @@ const terse_codec_descriptor_t kNoneDescriptor = {
     nullptr,  // combine
     nullptr,  // error_bound: lossless
     nullptr,  // error_contract: lossless, so the engine knows its bound (0)
+    nullptr,  // device_workspace_size: the copies and the reduction need none
     {},
 };
 

@@ -119,7 +119,7 @@ int create_instance(const Params &p, const terse_codec_setup_t *setup, Isa isa, 
                     size_t errlen) {
     *out = nullptr;
     int di = -1;
-    const int rc = terse_codec::check_host_setup(setup, &di, err, errlen);
+    const int rc = terse_codec::check_setup(setup, mem_kinds(), &di, err, errlen);
     if (rc != TERSE_CODEC_OK) return rc;
     if (setup->nranks < 1) {
         set_message(err, errlen, "nranks=%d is not accepted (accepted: 1 or more)", setup->nranks);
@@ -130,7 +130,20 @@ int create_instance(const Params &p, const terse_codec_setup_t *setup, Isa isa, 
                     p.bits, static_cast<unsigned>(0xffffffffu / code_max(p.bits)), setup->nranks);
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
-    return terse_codec::new_kernel_instance(p, setup, di, isa, kernels_for, out, err, errlen);
+    const int made = terse_codec::new_kernel_instance(p, setup, di, isa, kernels_for, out, err, errlen);
+    if (made == TERSE_CODEC_OK) {
+        (*out)->mem = setup->mem_kind;
+        (*out)->max_chunk_count = setup->max_chunk_count;
+    }
+    return made;
+}
+
+uint32_t mem_kinds() {
+#if defined(TERSE_QUANTIZE_CUDA)
+    return TERSE_MEM_HOST | TERSE_MEM_CUDA;
+#else
+    return TERSE_MEM_HOST;
+#endif
 }
 
 void destroy_instance(Instance *inst) { delete inst; }

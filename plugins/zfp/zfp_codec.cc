@@ -355,6 +355,7 @@ const terse_codec_descriptor_t kDescriptor = {
     nullptr,
     nullptr,  // error_bound: none stated (terse_codec_zfp(7))
     nullptr,  // error_contract: none stated
+    nullptr,  // device_workspace_size: host only
     {},
 };
 

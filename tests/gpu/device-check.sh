@@ -12,8 +12,12 @@
 # BUILD_DIR (default: a temporary folder, removed at the end) receives the
 # objects and programs.
 #
-# Runs today: test_gpu_mem_kind (memory-kind detection of device/) and
-# test_gpu_staging (staging device buffers through pinned host memory).
+# Runs today: test_gpu_mem_kind (memory-kind detection of device/),
+# test_gpu_staging (staging device buffers through pinned host memory) and
+# test_gpu_codec_kernels (the codec kernels against the CPU codec, and their
+# throughput against the card's device-to-device copy; block below).
+# TERSE_SHARED_DATA: the sample fields (default: shared/data of the tree,
+# else ../shared/data beside it; gradient-like data is generated anyway).
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,7 +86,60 @@ if [ "$status" -eq 0 ]; then
     "$build/test_gpu_staging" || status=$?
 fi
 case $status in
-0) echo "device-check: PASS" ;;
+0) echo "device-check: memory kinds and staging PASS" ;;
 77) echo "device-check: the GPU tests found no usable device; skipped"; exit 77 ;;
 *) echo "device-check: FAIL (a GPU test exited $status)"; exit 1 ;;
+esac
+
+# ---------------------------------------------------------------- codec kernels
+# plugins/quantize/quantize_device.cu and plugins/none/none_device.cu (the
+# lossless reduction) with nvcc for this card, the CPU codec
+# with $CXX (FP contraction off on both: the bits must match), compiled in
+# parallel; then test_gpu_codec_kernels, at most 6 minutes.
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .') || cap=
+case $cap in '' | *[!0-9]*) cap=90 ;; esac
+gencode="-gencode arch=compute_$cap,code=sm_$cap"
+q="$top/plugins/quantize"
+echo "device-check: building the codec kernels for sm_$cap"
+pids=
+# shellcheck disable=SC2086
+"$CUDA_HOME/bin/nvcc" -std=c++20 -O3 --fmad=false $gencode -Xcompiler -ffp-contract=off \
+    -DTERSE_QUANTIZE_CUDA=1 -I"$top/include" -c "$q/quantize_device.cu" -o "$build/quantize_device.o" &
+pids="$pids $!"
+# shellcheck disable=SC2086
+"$CUDA_HOME/bin/nvcc" -std=c++20 -O3 --fmad=false $gencode -Xcompiler -ffp-contract=off \
+    -I"$top/include" -c "$top/plugins/none/none_device.cu" -o "$build/none_device.o" &
+pids="$pids $!"
+for src in "$q"/quantize_codec.cc "$q"/quantize_kernels_scalar.cc "$q"/quantize_kernels_avx2.cc \
+    "$q"/quantize_kernels_avx512.cc "$q"/quantize_params.cc "$q"/quantize_plugin.cc \
+    "$top/tests/gpu/test_gpu_codec_kernels.cc"; do
+    "$CXX" -std=c++20 -O2 -ffp-contract=off -DTERSE_QUANTIZE_CUDA=1 -I"$top/include" -I"$CUDA_HOME/include" \
+        -c "$src" -o "$build/$(basename "$src" .cc).o" &
+    pids="$pids $!"
+done
+for p in $pids; do
+    wait "$p" || { echo "device-check: FAIL: building the codec kernels"; exit 1; }
+done
+"$CXX" -o "$build/test_gpu_codec_kernels" "$build"/test_gpu_codec_kernels.o "$build"/quantize_*.o \
+    "$build/none_device.o" \
+    -L"$CUDA_HOME/lib64" -lcudart_static -lrt -ldl -lpthread
+
+if [ -z "${TERSE_SHARED_DATA:-}" ]; then
+    for d in "$top/shared/data" "$top/../shared/data"; do
+        if [ -d "$d" ]; then TERSE_SHARED_DATA=$(cd "$d" && pwd); break; fi
+    done
+fi
+export TERSE_SHARED_DATA="${TERSE_SHARED_DATA:-$top/shared/data}"
+echo "device-check: test_gpu_codec_kernels (sample fields from $TERSE_SHARED_DATA)"
+status=0
+if command -v timeout >/dev/null 2>&1; then
+    timeout 360 "$build/test_gpu_codec_kernels" || status=$?
+else
+    "$build/test_gpu_codec_kernels" || status=$?
+fi
+case $status in
+0) echo "device-check: codec kernels PASS" ;;
+77) echo "device-check: test_gpu_codec_kernels found no usable device; skipped"; exit 77 ;;
+124) echo "device-check: FAIL (test_gpu_codec_kernels ran past 6 minutes)"; exit 1 ;;
+*) echo "device-check: FAIL (test_gpu_codec_kernels exit $status)"; exit 1 ;;
 esac

@@ -46,6 +46,7 @@ static int bad_combine(void *, const void *, size_t, int, const void *, size_t, 
     *len = 0;
     return TERSE_CODEC_OK;
 }
+static size_t bad_workspace(void *) { return 64; }
 }  // extern "C"
 
 terse_codec_descriptor_t make() {
@@ -87,6 +88,8 @@ terse_codec_descriptor_t make() {
     d.mem_kinds = TERSE_MEM_CUDA;
 #elif defined(BAD_RESERVED)
     d.reserved[3] = reinterpret_cast<void *>(&make);
+#elif defined(BAD_WORKSPACE)
+    d.device_workspace_size = bad_workspace;  // a device workspace on a host-only codec
 #elif defined(BAD_IDENTITY)
     d.flags = TERSE_CODEC_FLAG_IDENTITY;  // an identity payload that is not lossless
 #elif defined(GOOD_SUMMABLE)
@@ -98,6 +101,7 @@ terse_codec_descriptor_t make() {
     (void)bad_stats_count;
     (void)bad_stats;
     (void)bad_combine;
+    (void)bad_workspace;
     return d;
 }
 
