@@ -195,14 +195,7 @@ int encode(const Instance &in, const void *src, size_t count, void *dst, size_t 
     }
 
     uint8_t *p = static_cast<uint8_t *>(dst);
-    Header h;
-    h.bits = static_cast<uint8_t>(in.p.bits);
-    h.width = static_cast<uint8_t>(in.p.bits);
-    h.log2_block = static_cast<uint8_t>(in.p.log2_block);
-    h.scale_bytes = static_cast<uint8_t>(sb);
-    h.rounding = in.p.rounding;
-    h.contributors = 1;
-    h.count = count;
+    const Header h = single_rank_header(in.p, sb, count);
     write_header(p, h);
 
     EncodeJob j;

@@ -44,6 +44,20 @@ void destroy_instance(Instance *inst);
 // device kernels (quantize_device.h).
 uint32_t mem_kinds();
 
+// The header of a single rank's payload of count elements: the host and
+// the device encoders write the same one.
+inline Header single_rank_header(const Params &p, int scale_bytes, size_t count) {
+    Header h;
+    h.bits = static_cast<uint8_t>(p.bits);
+    h.width = static_cast<uint8_t>(p.bits);
+    h.log2_block = static_cast<uint8_t>(p.log2_block);
+    h.scale_bytes = static_cast<uint8_t>(scale_bytes);
+    h.rounding = p.rounding;
+    h.contributors = 1;
+    h.count = count;
+    return h;
+}
+
 size_t max_encoded_size(const Instance &in, size_t count);
 size_t stats_count(const Instance &in, size_t count);
 int stats(const Instance &in, const void *src, size_t count, double *out);

@@ -108,14 +108,7 @@ int run_encode(Exec &x, const Instance &in, const void *src, size_t count, void 
     }
     x.begin();
     uint8_t *p = static_cast<uint8_t *>(dst);
-    Header h;
-    h.bits = static_cast<uint8_t>(in.p.bits);
-    h.width = static_cast<uint8_t>(in.p.bits);
-    h.log2_block = static_cast<uint8_t>(in.p.log2_block);
-    h.scale_bytes = static_cast<uint8_t>(sb);
-    h.rounding = in.p.rounding;
-    h.contributors = 1;
-    h.count = count;
+    const Header h = single_rank_header(in.p, sb, count);
     x.put_header(p, h);
     with_dtype(in.dindex, [&](auto *tag) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
