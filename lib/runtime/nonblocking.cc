@@ -66,6 +66,7 @@ struct Nb {
     std::vector<NbCall *> calls;  // requests not yet completed for MPI
     std::atomic<int> pending{0};  // calls.size()
     std::atomic<int> running{0};  // issued, not finished
+    std::atomic<int> inner{0};    // staged calls the MPI library serves, their request not yet complete
     std::atomic<unsigned> kicks{0};
     bool stop = false;
     std::thread thread;
@@ -155,8 +156,15 @@ unsigned advance_queue(NbQueue *q, bool *waits_on_mpi, bool control_only = false
     unsigned n = start_waiting(q);
     *waits_on_mpi = false;
     if (q->active.empty()) return n;
-    std::vector<NbCall *> order(q->active);
-    if (q->policy == NbPolicy::Priority) std::stable_sort(order.begin(), order.end(), serves_before);
+    // The queue's own scratch, whose capacity stays, and an insertion sort
+    // (stable, at most nb_inflight entries; std::stable_sort takes a
+    // buffer): a pass allocates nothing.
+    std::vector<NbCall *> &order = q->order;
+    order.assign(q->active.begin(), q->active.end());
+    if (q->policy == NbPolicy::Priority)
+        for (size_t i = 1; i < order.size(); ++i)
+            for (size_t k = i; k > 0 && serves_before(order[k], order[k - 1]); --k)
+                std::swap(order[k], order[k - 1]);
     const double t = now();
     bool all_on_mpi = true, held = false;
     for (NbCall *c : order) {
@@ -287,6 +295,8 @@ void complete_finished(const NbQueue *q = nullptr) {
 // The staged calls the MPI library serves whose request completed
 // (block: waits for each).  On a thread that may call MPI.
 void test_inner_requests(bool block = false) {
+    // Most polls have none: no lock for them.
+    if (g.inner.load(std::memory_order_acquire) == 0) return;
     // One tester at a time: MPI forbids two threads completing one request.
     static std::mutex testing;
     std::unique_lock<std::mutex> one(testing, std::defer_lock);
@@ -310,6 +320,7 @@ void test_inner_requests(bool block = false) {
         }
         if (block || done) {
             c->inner = MPI_REQUEST_NULL;
+            g.inner.fetch_sub(1, std::memory_order_acq_rel);
             c->finished.store(true, std::memory_order_release);
         }
     }
@@ -407,6 +418,7 @@ Status nb_track_staged(std::unique_ptr<device::StagedCall> &&staged, const char 
         std::lock_guard<std::mutex> lk(g.mu);
         g.calls.push_back(c);
         g.pending.store(int(g.calls.size()), std::memory_order_release);
+        g.inner.fetch_add(1, std::memory_order_acq_rel);
     }
     *request = c->greq;
     return TERSE_OK;

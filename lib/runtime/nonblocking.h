@@ -82,6 +82,7 @@ struct NbQueue {
     std::mutex mu;                         // held while its operations are started or advanced
     std::deque<NbCall *> waiting;          // issued, not started: they start in this (issue) order
     std::vector<NbCall *> active;          // started, not finished, in issue order
+    std::vector<NbCall *> order;           // a pass's serving order (advance_queue's scratch)
     NbPolicy policy = NbPolicy::Priority;  // the communicator's nb_policy at its last call
     size_t inflight = 8;                   // its nb_inflight: the most started at once
     double hold_s = 0.001;                 // its nb_hold_us, in seconds
