@@ -62,30 +62,20 @@ int run_stats(Exec &x, const Instance &in, const void *src, size_t count, double
     return x.finish(&r) ? TERSE_CODEC_OK : TERSE_CODEC_ERR_INTERNAL;
 }
 
-template <typename Exec, typename T, int BITS, int ROUND>
-void encode_codes_of(Exec &x, const EncodeDevJob<T> &j) {
-    x.template encode_codes<T, BITS, ROUND>(j);
+template <typename Exec, typename T, int BITS>
+void encode_codes_rounded(Exec &x, const EncodeDevJob<T> &j) {
+    if (j.rounding == kStochastic) x.template encode_codes<T, BITS, kStochastic>(j);
+    else x.template encode_codes<T, BITS, kNearest>(j);
 }
 
 template <typename Exec, typename T>
 void encode_codes_dispatch(Exec &x, const EncodeDevJob<T> &j) {
-    const bool st = j.rounding == kStochastic;
     switch (j.bits) {
-    case 1:
-        st ? encode_codes_of<Exec, T, 1, kStochastic>(x, j) : encode_codes_of<Exec, T, 1, kNearest>(x, j);
-        break;
-    case 2:
-        st ? encode_codes_of<Exec, T, 2, kStochastic>(x, j) : encode_codes_of<Exec, T, 2, kNearest>(x, j);
-        break;
-    case 4:
-        st ? encode_codes_of<Exec, T, 4, kStochastic>(x, j) : encode_codes_of<Exec, T, 4, kNearest>(x, j);
-        break;
-    case 8:
-        st ? encode_codes_of<Exec, T, 8, kStochastic>(x, j) : encode_codes_of<Exec, T, 8, kNearest>(x, j);
-        break;
-    default:
-        st ? encode_codes_of<Exec, T, 16, kStochastic>(x, j) : encode_codes_of<Exec, T, 16, kNearest>(x, j);
-        break;
+    case 1: encode_codes_rounded<Exec, T, 1>(x, j); break;
+    case 2: encode_codes_rounded<Exec, T, 2>(x, j); break;
+    case 4: encode_codes_rounded<Exec, T, 4>(x, j); break;
+    case 8: encode_codes_rounded<Exec, T, 8>(x, j); break;
+    default: encode_codes_rounded<Exec, T, 16>(x, j); break;
     }
 }
 
