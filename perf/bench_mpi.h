@@ -51,6 +51,18 @@ static inline void bench_print_libraries(void) {
     }
 }
 
+/* MPI_Init_thread asking for `want`, and this rank's place in
+ * MPI_COMM_WORLD.  Returns the level provided: a benchmark that needs
+ * MPI_THREAD_MULTIPLE says so once its options are parsed (the option that
+ * asked for it names the error). */
+static inline int bench_init_thread(int *argc, char ***argv, int want, int *rank, int *size) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(argc, argv, want, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    return provided;
+}
+
 /* -m MIN:MAX or -m MAX (MIN unchanged).  Returns 0 on a malformed value. */
 static inline int bench_parse_range(const char *arg, size_t *min, size_t *max) {
     char buf[128];

@@ -324,12 +324,10 @@ static void print_row(const options_t *o, size_t bytes, const result_t *r) {
 }
 
 int main(int argc, char **argv) {
-    int want = MPI_THREAD_SINGLE, provided = MPI_THREAD_SINGLE;
+    int want = MPI_THREAD_SINGLE;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-M") == 0) want = MPI_THREAD_MULTIPLE;
-    MPI_Init_thread(&argc, &argv, want, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    const int provided = bench_init_thread(&argc, &argv, want, &world_rank, &world_size);
     options_t o;
     parse_options(argc, argv, &o);
     if (want == MPI_THREAD_MULTIPLE && provided != MPI_THREAD_MULTIPLE)

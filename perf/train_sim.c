@@ -522,12 +522,10 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    int want = MPI_THREAD_MULTIPLE, provided = MPI_THREAD_SINGLE;
+    int want = MPI_THREAD_MULTIPLE;
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--thread") == 0 && strcmp(argv[i + 1], "single") == 0) want = MPI_THREAD_SINGLE;
-    MPI_Init_thread(&argc, &argv, want, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    const int provided = bench_init_thread(&argc, &argv, want, &world_rank, &world_size);
     options_t o;
     parse_options(argc, argv, &o);
     if (want == MPI_THREAD_MULTIPLE && provided != MPI_THREAD_MULTIPLE)
