@@ -146,6 +146,66 @@ TEST(Selection, SharedMemoryGoesToTheMpiLibrary) {
     EXPECT_NE(sum.find(" next=none/"), std::string::npos) << sum;
 }
 
+TEST(Selection, CalibrationDecidesTheFirstCall) {
+    // The model alone takes the engine on shared memory (it cannot see an
+    // operation's own overhead); the engine calibrated before the first
+    // call (runtime/engine_calibration.h) at 3x the MPI library's time
+    // sends that first call, and the classes between calibrated sizes, to
+    // the MPI library without a single exploring engine call.
+    // What the probe measured on 2 ranks of a 2-core machine (TERSE_LOG=debug).
+    CostInputs in;
+    in.nranks = 2;
+    in.link = {0.53e-6, 1.0 / 13.7e9};
+    in.gamma = 1.0 / 48e9;
+    in.fixed = 12.4e-6;
+    in.pmpi.add(8, 12.4e-6);
+    in.pmpi.add(65536, 25e-6);
+    in.pmpi.add(1 << 20, 218e-6);
+    Selector model_only(in, {identity()});
+    const size_t bytes = 1 << 20;
+    ASSERT_TRUE(model_only.choose(CollKind::Allreduce, bytes, kAll).engine)
+        << "the model alone must prefer the engine here, or this test proves nothing";
+
+    Selector s(in, {identity()});
+    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    const std::vector<Option> opts = s.engine_options(CollKind::Allreduce, kAll);
+    ASSERT_EQ(opts.size(), 2u);  // ring, recursive doubling (gather serves gather-only codecs)
+    for (size_t b : {size_t(64) << 10, size_t(256) << 10, bytes})
+        for (const Option &o : opts)
+            s.calibrate(CollKind::Allreduce, b, kAll, o,
+                        Observation{3 * s.predict(Option{}, CollKind::Allreduce, b, kAll), 0, 1});
+    // Replaced, not blended with the default correction of 1.
+    for (const Option &o : opts) EXPECT_NEAR(s.predict(o, CollKind::Allreduce, bytes, kAll), 3 * mpi, 1e-12);
+    for (size_t b = 64 << 10; b <= (1u << 20); b *= 2) {
+        bool changed = true;
+        EXPECT_FALSE(s.choose(CollKind::Allreduce, b, kAll, &changed).engine) << b;
+        EXPECT_TRUE(changed) << b;  // the first decision of the class
+        EXPECT_FALSE(s.choose(CollKind::Allreduce, b, kAll, &changed).engine) << b;
+        EXPECT_FALSE(changed) << b;
+    }
+    EXPECT_EQ(s.summary("").find("changes=1"), std::string::npos) << s.summary("");
+}
+
+TEST(Selection, CalibratedCodecCostGivesWayToTheFirstCall) {
+    // Calibration encodes data of its own: the codec's first real
+    // observation replaces its figures instead of being blended with them.
+    CostInputs in = slow_link(2);
+    Selector s(in, {quantize8(), identity()});
+    const Option q{true, 0, Schedule::Ring};
+    const double bytes = 1 << 20;
+    s.calibrate(CollKind::Allreduce, 1 << 20, kAll, q, Observation{1e-2, bytes * 1e-9, 0.9});
+    EXPECT_TRUE(s.codecs()[0].calibrated_only);
+    EXPECT_DOUBLE_EQ(s.codecs()[0].estimate().ratio, 0.9);
+    s.observe(CollKind::Allreduce, 1 << 20, kAll, q, Observation{1e-2, bytes * 2e-9, 0.26});
+    EXPECT_FALSE(s.codecs()[0].calibrated_only);
+    EXPECT_DOUBLE_EQ(s.codecs()[0].estimate().ratio, 0.26);
+    EXPECT_DOUBLE_EQ(s.codecs()[0].estimate().seconds_per_byte, 2e-9);
+    // From then on, blended.
+    s.observe(CollKind::Allreduce, 1 << 20, kAll, q, Observation{1e-2, bytes * 2e-9, 0.5});
+    EXPECT_GT(s.codecs()[0].estimate().ratio, 0.26);
+    EXPECT_LT(s.codecs()[0].estimate().ratio, 0.5);
+}
+
 TEST(Selection, SlowLinkCompressesWhereItPays) {
     CostInputs in = slow_link(4);
     Selector s(in, {quantize8(), identity()});

@@ -16,6 +16,15 @@ same_decisions() {
         echo "$out" | sed -n "s/^terse\[$r\] debug: \(planner: communicator .* bytes: .*\)/\1/p" > decisions.$r
     done
     [ -s decisions.0 ] || fail "$2: no decision was logged"
+    # The engine's calibration (runtime/engine_calibration.h): the same
+    # operations and agreed times on every rank, only the wall time differs.
+    for r in $(seq 0 $((np - 1))); do
+        echo "$out" | sed -n "s/^terse\[$r\] debug: \(planner: .* engine calibrated\) in [0-9.]* ms\(.*\)/\1\2/p" \
+            >> decisions.$r
+    done
+    # How many operations fit its budget depends on the machine's speed.
+    grep -q "engine calibrated, [0-9]* operations: " decisions.0 ||
+        { echo "$out"; fail "$2: the engine's calibration was not logged"; }
     for r in $(seq 1 $((np - 1))); do
         cmp -s decisions.0 decisions.$r || { diff decisions.0 decisions.$r; fail "$2: ranks 0 and $r decided differently"; }
     done

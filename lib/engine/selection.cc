@@ -174,6 +174,22 @@ double Selector::predict(const Option &o, CollKind kind, size_t bytes, uint32_t 
     return predict_in(find_class(kind, bytes, eligible), o, kind, bytes);
 }
 
+bool Selector::allows(const Option &o, CollKind kind, uint32_t eligible) const {
+    if (!o.engine) return true;
+    if (!(eligible >> o.codec & 1u)) return false;
+    if (o.schedule == Schedule::TwoLevel && !(eligible & kEligibleTwoLevel)) return false;
+    for (const ScheduleModel &s : schedules_)
+        if (s.schedule == o.schedule) return s.serves(kind, codecs_[o.codec]);
+    return false;
+}
+
+std::vector<Option> Selector::engine_options(CollKind kind, uint32_t eligible) const {
+    std::vector<Option> out;
+    for (size_t i = 1; i < all_.size(); ++i)
+        if (allows(all_[i], kind, eligible)) out.push_back(all_[i]);
+    return out;
+}
+
 Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed, std::string *why,
                         bool *probe_mpi) {
     Class &c = class_of(kind, bytes, eligible);
@@ -181,14 +197,7 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     if (changed) *changed = false;
     if (probe_mpi) *probe_mpi = false;
     if (c.pinned) return c.choice;
-    auto allowed = [&](const Option &o) {
-        if (!o.engine) return true;
-        if (!(eligible >> o.codec & 1u)) return false;
-        if (o.schedule == Schedule::TwoLevel && !(eligible & kEligibleTwoLevel)) return false;
-        for (const ScheduleModel &s : schedules_)
-            if (s.schedule == o.schedule) return s.serves(kind, codecs_[o.codec]);
-        return false;
-    };
+    auto allowed = [&](const Option &o) { return allows(o, kind, eligible); };
     // The MPI library, then the fastest engine option (ties to the earlier).
     const double mpi_t = predict_in(&c, all_[0], kind, bytes);
     int best = 0;
@@ -273,13 +282,24 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
 }
 
 void Selector::observe(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob) {
+    record(kind, bytes, eligible, o, ob, false);
+}
+
+void Selector::calibrate(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob) {
+    record(kind, bytes, eligible, o, ob, true);
+}
+
+void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob,
+                      bool calibrating) {
     const int i = option_index(o);
     if (i <= 0 || !(ob.seconds > 0)) return;
     CodecModel &cm = codecs_[o.codec];
     // A two-level operation's codec worked on a rail's shard only: its time
     // says nothing of the codec's cost per byte of a flat call.
     if (!cm.identity && bytes > 0 && o.schedule != Schedule::TwoLevel) {
-        const bool first = cm.samples == 0;
+        // Calibration ran on data of its own: the first call's data replaces it.
+        const bool first = cm.samples == 0 || cm.calibrated_only;
+        cm.calibrated_only = calibrating && first;
         cm.measured.seconds_per_byte = blend(cm.measured.seconds_per_byte, ob.codec_seconds / double(bytes),
                                              first);
         cm.measured.ratio = blend(cm.measured.ratio, std::clamp(ob.ratio, 0.0, 4.0), first);
@@ -289,8 +309,11 @@ void Selector::observe(CollKind kind, size_t bytes, uint32_t eligible, const Opt
     if (!(m > 0)) return;
     const double sample = clamp_correction(ob.seconds / m);
     Class &c = class_of(kind, bytes, eligible);
-    c.measured[i] = clamp_correction(blend(c.measured[i], sample, c.measured[i] < 0));
-    correction_[i] = clamp_correction(blend(correction_[i], sample, false));
+    c.measured[i] = clamp_correction(blend(c.measured[i], sample, calibrating || c.measured[i] < 0));
+    // A calibration sample replaces the default 1 outright; calibrate() is
+    // fed sizes in increasing order, so the largest one measured sets the
+    // correction of sizes never measured.
+    correction_[i] = clamp_correction(blend(correction_[i], sample, calibrating));
 }
 
 void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds) {

@@ -45,6 +45,7 @@ struct CodecModel {
     double prior_ratio = 1;    // worst-case wire/raw (max_encoded_size), until measured
     CodecCost measured;        // moving estimate from the operations' observations
     uint64_t samples = 0;
+    bool calibrated_only = false;  // measured holds calibration samples only (Selector::calibrate)
     CodecCost estimate() const;  // measured, or (0 s/byte, prior_ratio) before any sample
 };
 
@@ -116,6 +117,17 @@ public:
     // An engine operation of this class finished with agreed observation ob.
     void observe(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
 
+    // The engine options a call of kind may run (choose()'s candidates
+    // other than the MPI library), in the order ties are broken.
+    std::vector<Option> engine_options(CollKind kind, uint32_t eligible) const;
+
+    // A measurement of option o taken before the communicator's first call
+    // (runtime/engine_calibration.h): like observe(), but it replaces the
+    // class's estimate and the option's correction instead of blending
+    // into them, so that the first real call is decided on what the engine
+    // really takes here and not on the model's guess.  Agreed like observe().
+    void calibrate(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
+
     // A call's time on this rank's clock, for statistics only.
     void note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
     // The MPI library's time for a probed call (choose()'s probe_mpi), MAX
@@ -151,7 +163,9 @@ private:
     int option_index(const Option &o) const;
     double model(const Option &o, CollKind kind, size_t bytes) const;
     double predict_in(const Class *c, const Option &o, CollKind kind, size_t bytes) const;
-    std::vector<Option> options_for(CollKind kind, uint32_t eligible) const;
+    bool allows(const Option &o, CollKind kind, uint32_t eligible) const;
+    void record(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob,
+                bool calibrating);
 
     CostInputs in_;
     std::vector<CodecModel> codecs_;

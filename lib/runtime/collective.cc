@@ -42,11 +42,8 @@ size_t call_bytes(const CommState *st, const CollArgs &a) {
 
 }  // namespace
 
-CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblocking) {
-    CollectiveChoice c;
-    if (!st) return c;
-    c.bytes = call_bytes(st, a);
-    c.feedback_key = st->feedback_keys.next(st->config.feedback_key, a.kind, a.dtype, a.count);
+uint32_t collective_eligible(const CommState *st, const CollArgs &a) {
+    uint32_t eligible = 0;
     // Once the error guard tripped, only the lossless slot may run (every
     // rank tripped at the same call, so all restrict alike).
     const bool tripped = st->guard.tripped && st->lossless_slot != CommState::kNoSlot;
@@ -54,8 +51,25 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
         if (tripped && i != st->lossless_slot) continue;
         const CodecSlot &slot = st->codecs[i];
         const bool instance = a.dtype > 0 && a.dtype < TERSE_DTYPE_MAX_ && slot.inst[a.dtype];
-        if (engine_eligible(st->config, st->size, slot.desc(), instance, a)) c.eligible |= 1u << i;
+        if (engine_eligible(st->config, st->size, slot.desc(), instance, a)) eligible |= 1u << i;
     }
+    return eligible;
+}
+
+bool collective_two_level_weighed(const CommState *st, const CollArgs &a, bool nonblocking) {
+    // The two-level schedule runs blocking allreduces on a communicator
+    // with a layout, and none with non-blocking operations (whose control
+    // plane it would race: terse(7), NON-BLOCKING CALLS).
+    return st->node_layout && !nonblocking && !st->nb && a.kind == CollKind::Allreduce;
+}
+
+CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblocking) {
+    CollectiveChoice c;
+    if (!st) return c;
+    c.bytes = call_bytes(st, a);
+    c.feedback_key = st->feedback_keys.next(st->config.feedback_key, a.kind, a.dtype, a.count);
+    c.eligible = collective_eligible(st, a);
+    const bool tripped = st->guard.tripped && st->lossless_slot != CommState::kNoSlot;
     const auto runs = [&c](size_t slot) {
         c.slot = slot;
         c.engine = slot < kMaxCodecSlots && (c.eligible >> slot) & 1u;
@@ -73,11 +87,7 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
     // whenever it can, the lossless one once the guard tripped.
     if (!st->selector) return runs(tripped ? st->lossless_slot : 0);
     if (!c.eligible) return c;
-    // The two-level schedule runs blocking allreduces on a communicator
-    // with a layout, and none with non-blocking operations (whose control
-    // plane it would race: terse(7), NON-BLOCKING CALLS).
-    if (st->node_layout && !nonblocking && !st->nb && a.kind == CollKind::Allreduce)
-        c.eligible |= kEligibleTwoLevel;
+    if (collective_two_level_weighed(st, a, nonblocking)) c.eligible |= kEligibleTwoLevel;
     c.model = true;
     bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);
@@ -126,6 +136,18 @@ Status collective_probed(CommState *st, const CollArgs &args, const CollectiveCh
     return TERSE_OK;
 }
 
+void collective_env(CommState *st, CodecInstance *codec, Control *control, EngineEnv *env) {
+    env->rank = st->rank;
+    env->size = st->size;
+    env->ctx_id = st->ctx_id;
+    env->seq = st->seq++;
+    env->codec = codec;
+    env->link = st->link.get();
+    env->control = control ? control : st->control.get();
+    env->memory = st->op_memory.get();
+    env->set_comm_name(st->name);
+}
+
 Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,
                         OpHandle *op, Observation *observed, bool nonblocking, Control *control) {
     st->call_index++;
@@ -138,14 +160,14 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     CodecInstance *ci = nullptr;
     Status s = comm_state_codec(st, choice.slot, args.dtype, &ci);
     if (s != TERSE_OK) return s;
+    // The first intercepted collective on st (fixed planner) makes its
+    // ports and memory pool, which live as long as st.
+    s = comm_state_ports(st);
+    if (s != TERSE_OK) return s;
     const CodecSlot &slot = st->codecs[choice.slot];
     EngineEnv env;
-    env.rank = st->rank;
-    env.size = st->size;
-    env.ctx_id = st->ctx_id;
-    env.seq = st->seq++;
+    collective_env(st, ci, control, &env);
     env.verify = st->config.verify;
-    env.codec = ci;
     env.tuned = tuned;
     // A lossless slot has no error to feed back, and none runs after a trip.
     const bool feedback = slot.feedback && !st->guard.tripped;
@@ -168,22 +190,14 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
         }
         env.residuals = st->residuals.get();
     }
-    // The first intercepted collective on st (fixed planner) makes its
-    // ports and memory pool, which live as long as st.
-    s = comm_state_ports(st);
-    if (s != TERSE_OK) return s;
-    env.link = st->link.get();
-    env.control = control ? control : st->control.get();
     // Non-blocking operations end in any order (runtime/nonblocking.h).
     env.close_on_link = nonblocking;
-    env.memory = st->op_memory.get();
     // A non-blocking call runs the flat schedules: the two-level node stages
     // post MPI collectives on the node communicators, which the progress
     // thread may not do (terse(7), NON-BLOCKING CALLS).
     env.two_level = st->node_layout && !nonblocking ? st->node_layout->env() : nullptr;
     env.stats = &st->stats;
     env.stats_kind = collective_stats_kind(args.kind, nonblocking);
-    env.set_comm_name(st->name);
     st->stats.count_intercepted(call_bytes(st, args), env.stats_kind);
     if (!choice.model) return engine_start(env, st->config, args, prio, op);
     env.observed = observed;

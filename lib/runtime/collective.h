@@ -38,6 +38,19 @@ struct CollectiveChoice {
 // sequence key.
 CollectiveChoice collective_choose(CommState *st, const CollArgs &args, bool nonblocking = false);
 
+// The codec slots that may run a call on st (bit i: slot i; engine_eligible
+// for each, only the lossless slot once the error guard tripped).
+uint32_t collective_eligible(const CommState *st, const CollArgs &args);
+// Whether the model planner weighs the two-level schedule for the call.
+bool collective_two_level_weighed(const CommState *st, const CollArgs &args, bool nonblocking);
+
+// What every engine operation on st shares: rank, size, context, the next
+// sequence number, the ports (made: comm_state_ports), the memory pool and
+// the name; control: a non-blocking call's private control plane, or
+// nullptr for st's.  Settings of the call (verification, feedback, guard,
+// statistics) are the caller's to add.
+void collective_env(CommState *st, CodecInstance *codec, Control *control, EngineEnv *env);
+
 // Count a call at or above the pass-through floor that terse did not take
 // (it goes to PMPI): st's statistics and capture numbering.
 void collective_passed(CommState *st);

@@ -5,6 +5,7 @@
 #include "engine/error_feedback.h"
 #include "engine/selection.h"
 #include "runtime/cost_probe.h"
+#include "runtime/engine_calibration.h"
 #include "runtime/engine_ports.h"
 #include "runtime/node_layout.h"
 #include "runtime/nonblocking.h"
@@ -419,6 +420,7 @@ Status comm_state_ready(CommState *st) {
     }
     if (Status s = prepare_selector(st); s != TERSE_OK) return s;
     st->seq = 0;
+    if (Status s = calibrate_engine(st); s != TERSE_OK) return s;
     st->ready = true;
     runtime_gate_note(st, st->config.enable ? st->config.min_bytes : SIZE_MAX);
     TERSE_LOG_DEBUG("communicator '%s' (size %d) ready: ctx %" PRIu32 ", %s", st->name.c_str(), st->size,

@@ -1,0 +1,131 @@
+#include "runtime/engine_calibration.h"
+
+#include "engine/engine.h"
+#include "engine/planner.h"
+#include "engine/selection.h"
+#include "runtime/collective.h"
+#include "util/log.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace terse {
+
+namespace {
+
+constexpr size_t kSizes[] = {64 * 1024, 256 * 1024, 1024 * 1024};
+constexpr int kReps = 2;
+// Predicted seconds of a size's repeats (warm-up included) above which an
+// option stops; the smallest size is allowed more, since without it the
+// option is not calibrated at all.
+constexpr double kSizeBudget = 4e-3;
+constexpr double kFirstSizeBudget = 12e-3;
+
+// Gradient-like values: zero-mean, bell-shaped (a sum of four uniforms),
+// different on every rank, the same on every run.
+void fill_gradient_like(std::vector<float> *v, int rank) {
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) + 1) * 0xD1B54A32D192ED03ull;
+    auto next = [&x] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return double(x >> 11) * 0x1.0p-53;
+    };
+    for (float &f : *v) f = float(1e-3 * (next() + next() + next() + next() - 2.0));
+}
+
+// One engine allreduce of args with codec slot `slot` on `schedule`; its
+// agreed observation in *ob.
+Status run_one(CommState *st, size_t slot, Schedule schedule, const CollArgs &args, Observation *ob) {
+    CodecInstance *ci = nullptr;
+    Status s = comm_state_codec(st, slot, args.dtype, &ci);
+    if (s != TERSE_OK) return s;
+    EngineEnv env;
+    collective_env(st, ci, nullptr, &env);
+    env.observed = ob;
+    const Plan plan = plan_schedule(st->config, st->selector->inputs().link, st->size, args,
+                                    ci->setup().max_chunk_count, schedule);
+    OpHandle op;
+    s = engine_start_plan(env, args, plan, Priority::Normal, &op);
+    if (s != TERSE_OK) return s;
+    return engine_wait(op.get());
+}
+
+}  // namespace
+
+Status calibrate_engine(CommState *st) {
+    Selector *sel = st->selector.get();
+    if (!sel || st->size < 2) return TERSE_OK;
+    const double t_begin = now_seconds();
+    constexpr size_t kMaxBytes = kSizes[std::size(kSizes) - 1];
+    std::vector<float> in, out;
+    try {
+        in.resize(kMaxBytes / sizeof(float));
+        out.resize(in.size());
+    } catch (const std::bad_alloc &) {
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory calibrating the engine on %s",
+                         st->describe().c_str());
+    }
+    fill_gradient_like(&in, st->rank);
+
+    CollArgs args;
+    args.kind = CollKind::Allreduce;
+    args.dtype = TERSE_DTYPE_FLOAT32;
+    args.op = TERSE_OP_SUM;
+    args.sendbuf = in.data();
+    args.recvbuf = out.data();
+
+    struct Track {
+        Option option;
+        bool warm = false, stopped = false;
+    };
+    std::vector<Track> tracks;
+    std::string report;
+    int runs = 0;
+    for (size_t bytes : kSizes) {
+        args.count = bytes / sizeof(float);
+        uint32_t eligible = collective_eligible(st, args);
+        if (!eligible) continue;
+        if (collective_two_level_weighed(st, args, false)) eligible |= kEligibleTwoLevel;
+        const double budget = tracks.empty() ? kFirstSizeBudget : kSizeBudget;
+        for (const Option &o : sel->engine_options(args.kind, eligible)) {
+            // The two-level schedule runs MPI collectives on the node
+            // communicators and a rail's shard: its cost is its own model's.
+            if (o.schedule == Schedule::TwoLevel) continue;
+            auto t = std::find_if(tracks.begin(), tracks.end(), [&](const Track &k) { return k.option == o; });
+            if (t == tracks.end()) t = tracks.insert(tracks.end(), Track{o});
+            if (t->stopped) continue;
+            const double predicted = sel->predict(o, args.kind, bytes, eligible);
+            if (!(predicted * (kReps + (t->warm ? 0 : 1)) <= budget)) {
+                t->stopped = true;
+                continue;
+            }
+            Observation best;
+            best.seconds = std::numeric_limits<double>::infinity();
+            for (int r = t->warm ? 1 : 0; r <= kReps; ++r) {
+                Observation ob;
+                Status s = run_one(st, size_t(o.codec), o.schedule, args, &ob);
+                if (s != TERSE_OK) return s;
+                ++runs;
+                if (r > 0 && ob.seconds < best.seconds) best = ob;  // r == 0: the warm-up
+            }
+            t->warm = true;
+            sel->calibrate(args.kind, bytes, eligible, o, best);
+            char line[160];
+            snprintf(line, sizeof line, " %s@%zuK %.1fus (predicted %.1fus)", sel->option_name(o).c_str(), bytes >> 10,
+                     best.seconds * 1e6, predicted * 1e6);
+            report += line;
+        }
+    }
+    TERSE_LOG_DEBUG("planner: communicator %s: engine calibrated in %.2f ms, %d operations:%s",
+                    st->describe().c_str(), (now_seconds() - t_begin) * 1e3, runs,
+                    report.empty() ? " none eligible" : report.c_str());
+    return TERSE_OK;
+}
+
+}  // namespace terse

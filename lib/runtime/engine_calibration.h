@@ -1,0 +1,32 @@
+// The engine measured on a communicator before its first call
+// (TERSE_PLANNER=model).
+//
+// The cost model (engine/cost_model.h) sees the link and the MPI library,
+// measured by runtime/cost_probe.h, but not what an engine operation costs
+// beyond moving and reducing bytes: its agreements, pipeline set-up,
+// progress and, for a codec, encoding.  On a fast fabric (shared memory)
+// that overhead decides, and a model that leaves it out picks the engine,
+// runs it in the user's first calls of each size, and only then learns that
+// the MPI library was faster.  So, once the selector exists, every engine
+// option an allreduce of floats may run (each codec of the communicator on
+// each flat schedule) runs here at 64 KiB, 256 KiB and 1 MiB, after one
+// warm-up, and its agreed time is given to the selector as a calibration
+// (Selector::calibrate).  A size is skipped for an option when its
+// predicted time no longer fits a few milliseconds, so slow fabrics measure
+// the smallest size only; sizes below the communicator's min_bytes, and
+// codecs that cannot run floats, are not measured.  Every decision here
+// reads agreed values only, so every rank runs the same operations.
+//
+// Nothing is counted in the statistics, captured, or fed back as error; the
+// operations take sequence numbers like any other.
+#pragma once
+
+#include "runtime/comm_state.h"
+#include "util/status.h"
+
+namespace terse {
+
+// Collective over st, whose selector exists and whose ports are made.
+Status calibrate_engine(CommState *st);
+
+}  // namespace terse
