@@ -46,7 +46,7 @@ struct CodecModel {
     CodecCost measured;        // moving estimate from the operations' observations
     uint64_t samples = 0;
     bool calibrated_only = false;  // measured holds calibration samples only (Selector::calibrate)
-    CodecCost estimate() const;  // measured, or (0 s/byte, prior_ratio) before any sample
+    CodecCost estimate() const;    // measured, or (0 s/byte, prior_ratio) before any sample
 };
 
 // A schedule the selection can weigh.

@@ -117,8 +117,8 @@ Status calibrate_engine(CommState *st) {
             t->warm = true;
             sel->calibrate(args.kind, bytes, eligible, o, best);
             char line[160];
-            snprintf(line, sizeof line, " %s@%zuK %.1fus (predicted %.1fus)", sel->option_name(o).c_str(), bytes >> 10,
-                     best.seconds * 1e6, predicted * 1e6);
+            snprintf(line, sizeof line, " %s@%zuK %.1fus (predicted %.1fus)", sel->option_name(o).c_str(),
+                     bytes >> 10, best.seconds * 1e6, predicted * 1e6);
             report += line;
         }
     }
