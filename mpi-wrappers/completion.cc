@@ -1,5 +1,5 @@
-// The completion calls (MPI_Wait, MPI_Test, their all/any/some forms) and
-// MPI_Request_free.  terse's requests are generalized requests that
+// The completion calls (MPI_Wait, MPI_Test, their all/any/some forms),
+// MPI_Request_get_status and MPI_Request_free.  terse's requests are generalized requests that
 // complete only when terse completes them (runtime/nonblocking.h); while
 // any is outstanding, these calls drive terse's operations as well as the
 // MPI library's, testing the application's requests between passes
@@ -88,6 +88,14 @@ extern "C" int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, 
                             MPI_Status statuses[]) {
     if (driving()) poll_once();
     return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+// Polls like MPI_Test: an application that watches a request with it (it
+// neither frees nor deallocates the request) must see terse's operation
+// finish without a progress thread.
+extern "C" int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+    if (driving()) poll_once();
+    return PMPI_Request_get_status(request, flag, status);
 }
 
 // An active terse request the application frees completes in the

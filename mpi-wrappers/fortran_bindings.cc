@@ -158,6 +158,14 @@ void f_test(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr) {
     if (fl) f_status_out(&s, st);
 }
 
+void f_request_get_status(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr) {
+    MPI_Status s;
+    int fl = 0;
+    *ierr = MPI_Request_get_status(PMPI_Request_f2c(*req), &fl, &s);
+    *flag = fl;
+    if (fl) f_status_out(&s, st);
+}
+
 void f_waitall(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *sts, MPI_Fint *ierr) {
     std::vector<MPI_Request> r = f_requests_in(reqs, *n);
     std::vector<MPI_Status> s(r.size());
@@ -322,5 +330,6 @@ TERSE_F_BIND(testall, TESTALL, (F * n, F *q, F *fl, F *st, F *e), (n, q, fl, st,
 TERSE_F_BIND(waitany, WAITANY, (F * n, F *q, F *i, F *st, F *e), (n, q, i, st, e))
 TERSE_F_BIND(testany, TESTANY, (F * n, F *q, F *i, F *fl, F *st, F *e), (n, q, i, fl, st, e))
 TERSE_F_BIND(request_free, REQUEST_FREE, (F * q, F *e), (q, e))
+TERSE_F_BIND(request_get_status, REQUEST_GET_STATUS, (F * q, F *fl, F *st, F *e), (q, fl, st, e))
 TERSE_F_SOME(waitsome, WAITSOME, MPI_Waitsome)
 TERSE_F_SOME(testsome, TESTSOME, MPI_Testsome)

@@ -2,7 +2,7 @@
 ! is: Open MPI's f08 bindings (mpi_allreduce_f08_ ...) call PMPI_* too.
 ! ierror is OPTIONAL in mpi_f08, so some calls here leave it out (terse
 ! must not write through the null pointer).  Blocking MPI_Allreduce (and in
-! place), MPI_Iallreduce completed by MPI_Wait and by an MPI_Test loop,
+! place), MPI_Iallreduce completed by MPI_Wait and by MPI_Request_get_status then MPI_Test loops,
 ! MPI_Iallgather beside point-to-point requests in MPI_Waitall, and the
 ! blocking decoupled calls.  The launcher checks terse's statistics; this
 ! program checks the results.
@@ -43,6 +43,11 @@ program test_fortran_f08
   b = a
   call MPI_Iallreduce(MPI_IN_PLACE, b, n, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, req, ierr)
   if (ierr /= MPI_SUCCESS) stop 4
+  flag = .false.
+  do while (.not. flag)
+    call MPI_Request_get_status(req, flag, st, ierr)
+  end do
+  if (req == MPI_REQUEST_NULL) stop 8
   flag = .false.
   do while (.not. flag)
     call MPI_Test(req, flag, st, ierr)
