@@ -32,7 +32,14 @@
 #   bin/         test_device_staging_mpi, linked against terse/lib;
 #   env.sh       (tests/gpu/device-bundle-env.sh) sourced with BUNDLE set:
 #                relocates Open MPI, PMIx and UCX to wherever the folder is.
-# It prints the folder's size and fails if it is over 64 MiB.
+# It prints the folder's size and fails if it is over 64 MiB.  Then, on
+# the GPU machine, with the folder carried along (git ignores it):
+# sh tests/gpu/device-check.sh, whose last block (tests/gpu/
+# device-mpi-check.sh) uses it.  Test it here without a GPU, from a copy
+# elsewhere and an empty environment:
+#   cp -a tests/gpu/bundle /tmp/b && env -i PATH=/usr/bin:/bin \
+#     TERSE_DEVICE_BUNDLE=/tmp/b TERSE_DEVICE_CHECK_FAKE_DRIVER=$PWD/build/tests/fake_cuda/.libs/libcuda.so.1 \
+#     sh tests/gpu/device-check.sh
 # The .deb files are cached in ${TMPDIR:-/tmp}/terse-device-bundle-debs.
 set -eu
 
