@@ -4,7 +4,9 @@
 # is found by dlopen("libcuda.so.1") through LD_LIBRARY_PATH.  The unit
 # test of the staging area, then MPI_Allreduce, reduce-scatter, allgather(v)
 # and MPI_Iallreduce on "device" buffers on 2 and 3 ranks, with a lossless
-# codec and with quantize:bits=8, checking the TERSE_STATS process line
+# codec and with quantize:bits=8 (and then a 1 MiB allreduce timed on host
+# and device buffers: tests/gpu/device-mpi-check.sh runs the same program
+# on a real GPU), checking the TERSE_STATS process line
 # counts every staged call and byte.  Skipped (77) in a build without CUDA.
 . "${srcdir:-.}/mpirun_helpers.sh"
 set -u
@@ -27,7 +29,9 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 failed=
 for np in 2 3; do
-    for mode in "lossless none" "quantize8 quantize:bits=8" "lossless none thread"; do
+    # mib=1: one large allreduce, checked and timed host against device
+    # buffers, as the prepared device check does at up to 64 MiB on a GPU.
+    for mode in "lossless none" "quantize8 quantize:bits=8 mib=1" "lossless none thread"; do
         set -- $mode
         prog_mode=$1 codec=$2 thread=${3:-}
         echo "== np=$np $prog_mode ($codec) $thread"
@@ -40,6 +44,7 @@ for np in 2 3; do
         grep -q "MPI library is not CUDA-aware" "$out" || { failed="$failed np=$np/$prog_mode$thread(log)"; echo "no CUDA-awareness line in the log"; }
         want=$(sed -n 's/^staged calls \([0-9]*\) bytes \([0-9]*\)$/device_staged=\1 device_staged_bytes=\2/p' "$out")
         line=$(grep "terse stats: process rank=0 " "$out")
+        grep "^timing " "$out"
         echo "   $want | $line"
         case "$line" in
         *" $want"*) ;;

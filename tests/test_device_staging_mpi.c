@@ -1,16 +1,25 @@
-/* MPI collectives on CUDA device buffers, staged through pinned host memory,
- * under the fake CUDA driver (tests/fake_cuda: "device memory" is PROT_NONE
- * to every host code but the driver's copies, so the MPI library or terse's
- * engine touching it crashes the test).  Every call is made three times on
- * the same inputs: on device buffers through terse, on host buffers through
- * terse, and with PMPI on host buffers.  The device result must equal the
- * host one through terse bit for bit (the same engine and codec ran on the
- * same bytes), and PMPI's: bitwise with a lossless codec or when the call
- * goes to the MPI library, within the codec's bound otherwise.
+/* MPI collectives on CUDA device buffers, staged through pinned host memory.
+ * One source for two drivers.  Under the fake CUDA driver (tests/fake_cuda:
+ * "device memory" is PROT_NONE to every host code but the driver's copies,
+ * so the MPI library or terse's engine touching it crashes the test), run
+ * by test_device_staging.sh under make check.  Under a real driver (any
+ * libcuda.so.1 without the fake's fake_cuda_context), run by the prepared
+ * device check (tests/gpu/device-mpi-check.sh): the ranks share device 0
+ * (rank modulo the device count), each in its device's primary context.
+ * Every call is made three times on the same inputs: on device buffers
+ * through terse, on host buffers through terse, and with PMPI on host
+ * buffers.  The device result must equal the host one through terse bit
+ * for bit (the same engine and codec ran on the same bytes), and PMPI's:
+ * bitwise with a lossless codec or when the call goes to the MPI library,
+ * within the codec's bound otherwise.
  *
- * Usage: test_device_staging_mpi lossless|quantize8 [thread]
+ * Usage: test_device_staging_mpi lossless|quantize8 [thread] [mib=N,N,...]
+ * mib=: after the fixed checks, an MPI_Allreduce of each of these sizes in
+ * MiB (at most 256), checked as above, then timed on host and on device
+ * buffers through terse and with PMPI: rank 0 prints one "timing" line per
+ * size (microseconds per call, the slowest rank's mean).
  * Rank 0 prints "staged calls N bytes B": what the TERSE_STATS process line
- * must count (test_device_staging.sh checks it). */
+ * must count (test_device_staging.sh and device-mpi-check.sh check it). */
 #include "mpi_check.h"
 
 #include <dlfcn.h>
@@ -22,7 +31,14 @@
 typedef int cu_result;
 typedef unsigned long long cu_ptr;
 
+typedef int cu_device;
+
 static struct {
+    cu_result (*init)(unsigned);
+    cu_result (*device_count)(int *);
+    cu_result (*device_get)(cu_device *, int);
+    cu_result (*device_name)(char *, int, cu_device);
+    cu_result (*primary_retain)(void **, cu_device);
     cu_result (*alloc)(cu_ptr *, size_t);
     cu_result (*free)(cu_ptr);
     cu_result (*htod)(cu_ptr, const void *, size_t);
@@ -34,19 +50,46 @@ static struct {
 static int rank, size, lossy;
 static unsigned long long staged_calls, staged_bytes;
 
-static void load_fake_driver(void) {
+#define RESOLVE(field, name) cu.field = (__typeof__(cu.field))dlsym(lib, name)
+
+/* The fake driver hands out its one context; a real one needs cuInit and
+ * the device's primary context, the one the CUDA runtime would use. */
+static void load_driver(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    CHECK(lib != NULL, "libcuda.so.1 (the fake driver) not found: %s", dlerror());
-    cu.context = (void *(*)(void))dlsym(lib, "fake_cuda_context");
-    CHECK(cu.context != NULL, "libcuda.so.1 is not the fake driver of tests/fake_cuda");
-    cu.alloc = (cu_result(*)(cu_ptr *, size_t))dlsym(lib, "cuMemAlloc_v2");
-    cu.free = (cu_result(*)(cu_ptr))dlsym(lib, "cuMemFree_v2");
-    cu.htod = (cu_result(*)(cu_ptr, const void *, size_t))dlsym(lib, "cuMemcpyHtoD_v2");
-    cu.dtoh = (cu_result(*)(void *, cu_ptr, size_t))dlsym(lib, "cuMemcpyDtoH_v2");
-    cu.push = (cu_result(*)(void *))dlsym(lib, "cuCtxPushCurrent_v2");
-    CHECK(cu.alloc && cu.free && cu.htod && cu.dtoh && cu.push, "fake driver entry points");
+    CHECK(lib != NULL, "libcuda.so.1 (a CUDA driver, or the fake one of tests/fake_cuda) not found: %s",
+          dlerror());
+    RESOLVE(context, "fake_cuda_context");
+    RESOLVE(alloc, "cuMemAlloc_v2");
+    RESOLVE(free, "cuMemFree_v2");
+    RESOLVE(htod, "cuMemcpyHtoD_v2");
+    RESOLVE(dtoh, "cuMemcpyDtoH_v2");
+    RESOLVE(push, "cuCtxPushCurrent_v2");
+    CHECK(cu.alloc && cu.free && cu.htod && cu.dtoh && cu.push, "driver entry points (cuMemAlloc_v2 ...)");
+    void *context = NULL;
+    if (cu.context) {
+        context = cu.context();
+        if (rank == 0) printf("driver: the fake CUDA driver of tests/fake_cuda\n");
+    } else {
+        RESOLVE(init, "cuInit");
+        RESOLVE(device_count, "cuDeviceGetCount");
+        RESOLVE(device_get, "cuDeviceGet");
+        RESOLVE(device_name, "cuDeviceGetName");
+        RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
+        CHECK(cu.init && cu.device_count && cu.device_get && cu.device_name && cu.primary_retain,
+              "driver entry points (cuInit ...)");
+        int count = 0;
+        CHECK(cu.init(0) == 0, "cuInit");
+        CHECK(cu.device_count(&count) == 0 && count > 0, "cuDeviceGetCount: no CUDA device");
+        cu_device dev = 0;
+        CHECK(cu.device_get(&dev, rank % count) == 0, "cuDeviceGet %d", rank % count);
+        CHECK(cu.primary_retain(&context, dev) == 0, "cuDevicePrimaryCtxRetain");
+        char name[128] = "";
+        cu.device_name(name, (int)sizeof name, dev);
+        if (rank == 0)
+            printf("driver: CUDA, %d device(s), rank 0 on device %d (%s)\n", count, rank % count, name);
+    }
     /* The application's context, current on its thread as after cudaSetDevice. */
-    CHECK(cu.push(cu.context()) == 0, "cuCtxPushCurrent");
+    CHECK(cu.push(context) == 0, "cuCtxPushCurrent");
 }
 
 static void *dev_alloc(size_t bytes) {
@@ -273,11 +316,77 @@ static void check_allgatherv(int count) {
     free(in), free(host), free(ref), free(got), free(sentinel), free(counts), free(displs);
 }
 
+/* Microseconds per MPI_Allreduce of count floats from send to recv, the
+ * slowest rank's mean over iters calls after one unmeasured call; through
+ * terse, or with PMPI when pmpi. */
+static double time_allreduce(const void *send, void *recv, int count, int iters, int pmpi) {
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm) = pmpi ? PMPI_Allreduce
+                                                                                       : MPI_Allreduce;
+    CHECK(allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "timed allreduce");
+    PMPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i)
+        CHECK(allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "timed allreduce");
+    double mine = (MPI_Wtime() - t0) / iters * 1e6, slowest = 0;
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+/* The staging overhead: the same MPI_Allreduce through terse on host and on
+ * device buffers (and PMPI's own time on host buffers, for scale). */
+static void time_host_and_device(int count) {
+    const size_t bytes = (size_t)count * sizeof(float);
+    /* About 256 MiB through each loop, 3 to 50 calls. */
+    int iters = (int)(((size_t)256 << 20) / bytes);
+    iters = iters < 3 ? 3 : iters > 50 ? 50 : iters;
+    float *in = malloc(bytes), *out = malloc(bytes);
+    CHECK(in && out, "malloc %zu", bytes);
+    fill(in, count, 3);
+    float *d_in = dev_alloc(bytes), *d_out = dev_alloc(bytes);
+    to_dev(d_in, in, bytes);
+    const double pmpi_us = time_allreduce(in, out, count, iters, 1);
+    const double host_us = time_allreduce(in, out, count, iters, 0);
+    const double device_us = time_allreduce(d_in, d_out, count, iters, 0);
+    for (int i = 0; i < iters + 1; ++i) staged(bytes, bytes);
+    if (rank == 0)
+        printf("timing np=%d bytes=%zu iters=%d host_us=%.1f device_us=%.1f staging_overhead=%+.1f%% "
+               "pmpi_host_us=%.1f\n",
+               size, bytes, iters, host_us, device_us, (device_us / host_us - 1.0) * 100.0, pmpi_us);
+    fflush(stdout);
+    dev_free(d_in);
+    dev_free(d_out);
+    free(in), free(out);
+}
+
+/* "mib=1,8,64": the sizes, each 1..256 MiB. */
+static int parse_mib(const char *list, int *mib, int max) {
+    int n = 0;
+    const char *p = list;
+    while (*p) {
+        char *end = NULL;
+        long v = strtol(p, &end, 10);
+        CHECK(end != p && v >= 1 && v <= 256 && (*end == ',' || *end == '\0') && n < max,
+              "mib=%s: expected up to %d sizes in MiB, 1 to 256, separated by commas", list, max);
+        mib[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
 int main(int argc, char **argv) {
-    CHECK(argc >= 2, "usage: test_device_staging_mpi lossless|quantize8 [thread]");
+    CHECK(argc >= 2, "usage: test_device_staging_mpi lossless|quantize8 [thread] [mib=N,N,...]");
     lossy = strcmp(argv[1], "quantize8") == 0;
+    /* Checked once MPI is up, so that a bad argument aborts the whole job. */
+    const int known_mode = lossy || strcmp(argv[1], "lossless") == 0;
+    const char *mib_list = NULL, *unknown = NULL;
+    int thread = 0, mib[8], nmib = 0;
+    for (int i = 2; i < argc; ++i) {
+        if (strcmp(argv[i], "thread") == 0) thread = 1;
+        else if (strncmp(argv[i], "mib=", 4) == 0) mib_list = argv[i] + 4;
+        else unknown = argv[i];
+    }
     int provided = 0;
-    if (argc > 2 && strcmp(argv[2], "thread") == 0) {
+    if (thread) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
         CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE not provided");
     } else {
@@ -285,7 +394,10 @@ int main(int argc, char **argv) {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    load_fake_driver();
+    CHECK(known_mode, "mode '%s': expected lossless or quantize8", argv[1]);
+    CHECK(unknown == NULL, "argument '%s': expected thread or mib=N,N,...", unknown);
+    if (mib_list) nmib = parse_mib(mib_list, mib, (int)(sizeof mib / sizeof mib[0]));
+    load_driver();
 
     /* The engine (at or above TERSE_MIN_BYTES, set by the script). */
     check_allreduce(100000, 0, MPI_SUM, !lossy, 0);
@@ -306,6 +418,13 @@ int main(int argc, char **argv) {
     check_allreduce(5000, 0, MPI_PROD, 1, 1);
     check_allreduce(5000, 0, MPI_PROD, 1, 2);
     check_reduce_scatter_block(30000, 0, 1);
+
+    /* Large calls: checked, then timed. */
+    for (int i = 0; i < nmib; ++i) {
+        const int count = (int)(((size_t)mib[i] << 20) / sizeof(float));
+        check_allreduce(count, 0, MPI_SUM, !lossy, 0);
+        time_host_and_device(count);
+    }
 
     if (rank == 0) printf("staged calls %llu bytes %llu\n", staged_calls, staged_bytes);
     fflush(stdout);

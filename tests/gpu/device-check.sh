@@ -18,9 +18,27 @@
 # throughput against the card's device-to-device copy; block below).
 # TERSE_SHARED_DATA: the sample fields (default: shared/data of the tree,
 # else ../shared/data beside it; gradient-like data is generated anyway).
+#
+# Last, the multi-rank block (tests/gpu/device-mpi-check.sh): MPI_Allreduce
+# and its relatives on device buffers of 2 and 4 ranks sharing the GPU,
+# through terse, checked against PMPI and timed against host buffers, with
+# the MPI that tests/gpu/make-device-bundle.sh packed into tests/gpu/bundle
+# on the build machine (carry that folder to the GPU machine), else a
+# system mpirun with a build of this tree; with neither, that block alone
+# is skipped, saying so.  The whole script stays under 8 minutes: the block
+# gets what is left of them (at least 2 minutes, else it is skipped).
+# TERSE_DEVICE_CHECK_FAKE_DRIVER=PATH/libcuda.so.1 (the fake driver of a
+# build tree, tests/fake_cuda) is for testing this script without a GPU:
+# the GPU tests are passed over and only the multi-rank block runs, on it.
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+script_start=$(date +%s)
+
+if [ -n "${TERSE_DEVICE_CHECK_FAKE_DRIVER:-}" ]; then
+    echo "device-check: TERSE_DEVICE_CHECK_FAKE_DRIVER set: no GPU tests, the multi-rank block on the fake driver"
+    exec sh "$top/tests/gpu/device-mpi-check.sh" 300
+fi
 
 # A GPU and its driver: the driver library, and a device listed.
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && ! [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] &&
@@ -142,4 +160,19 @@ case $status in
 77) echo "device-check: test_gpu_codec_kernels found no usable device; skipped"; exit 77 ;;
 124) echo "device-check: FAIL (test_gpu_codec_kernels ran past 6 minutes)"; exit 1 ;;
 *) echo "device-check: FAIL (test_gpu_codec_kernels exit $status)"; exit 1 ;;
+esac
+
+# ----------------------------------------------------- multi-rank, device buffers
+# What is left of the 8 minutes, less 20 seconds of margin.
+left=$((480 - 20 - ($(date +%s) - script_start)))
+if [ "$left" -lt 120 ]; then
+    echo "device-check: ${left}s left of the 8 minutes: the multi-rank device test is skipped"
+    exit 0
+fi
+status=0
+sh "$top/tests/gpu/device-mpi-check.sh" "$left" || status=$?
+case $status in
+0) echo "device-check: multi-rank device buffers PASS" ;;
+77) echo "device-check: the multi-rank device test was skipped (no MPI; above)" ;;
+*) echo "device-check: FAIL (the multi-rank device test, exit $status)"; exit 1 ;;
 esac
