@@ -339,6 +339,7 @@ void Selector::pin_option(CollKind kind, size_t bytes, uint32_t eligible, const 
 std::string Selector::summary(const char *indent) const {
     std::string out;
     for (const Class &c : classes_) {
+        if (!c.calls && !c.pinned) continue;  // measured by the calibration only
         char head[160];
         const double lo = double(size_t(1) << c.bucket);
         snprintf(head, sizeof head, "%s%s %s..%s: ", indent, coll_kind_name(c.kind),
