@@ -25,6 +25,8 @@ constexpr int kReps = 2;
 // option is not calibrated at all.
 constexpr double kSizeBudget = 4e-3;
 constexpr double kFirstSizeBudget = 12e-3;
+// All operations of a communicator's calibration together (agreed times).
+constexpr double kTotalBudget = 30e-3;
 
 // Gradient-like values: zero-mean, bell-shaped (a sum of four uniforms),
 // different on every rank, the same on every run.
@@ -87,6 +89,7 @@ Status calibrate_engine(CommState *st) {
     std::vector<Track> tracks;
     std::string report;
     int runs = 0;
+    double spent = 0;  // agreed seconds of the operations run, so the same on every rank
     for (size_t bytes : kSizes) {
         args.count = bytes / sizeof(float);
         uint32_t eligible = collective_eligible(st, args);
@@ -101,7 +104,8 @@ Status calibrate_engine(CommState *st) {
             if (t == tracks.end()) t = tracks.insert(tracks.end(), Track{o});
             if (t->stopped) continue;
             const double predicted = sel->predict(o, args.kind, bytes, eligible);
-            if (!(predicted * (kReps + (t->warm ? 0 : 1)) <= budget)) {
+            const double cost = predicted * (kReps + (t->warm ? 0 : 1));
+            if (!(cost <= budget) || !(spent + cost <= kTotalBudget)) {
                 t->stopped = true;
                 continue;
             }
@@ -112,6 +116,7 @@ Status calibrate_engine(CommState *st) {
                 Status s = run_one(st, size_t(o.codec), o.schedule, args, &ob);
                 if (s != TERSE_OK) return s;
                 ++runs;
+                spent += ob.seconds;
                 if (r > 0 && ob.seconds < best.seconds) best = ob;  // r == 0: the warm-up
             }
             t->warm = true;
