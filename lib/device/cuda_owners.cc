@@ -73,7 +73,14 @@ Status CudaStream::create(const CudaDriver &d, CUcontext ctx) {
     reset();
     ContextScope scope(d, ctx);
     if (scope.status() != TERSE_OK) return scope.status();
-    const CUresult rc = d.stream_create(&s_, CU_STREAM_NON_BLOCKING);
+    // A blocking stream (flags 0), not CU_STREAM_NON_BLOCKING: the
+    // application filled its buffer on the legacy default stream, and a
+    // cuMemcpyHtoD from pageable memory returns before its DMA has landed
+    // (seen on an H200: staged inputs read stale bytes).  A blocking stream
+    // waits for the legacy stream's work, as the application expects of a
+    // call that reads its buffer; work on its own streams it must finish
+    // first, as with any CUDA-aware MPI.
+    const CUresult rc = d.stream_create(&s_, 0);
     if (rc != CUDA_SUCCESS) {
         s_ = nullptr;
         return cuda_error(d, rc, "creating a CUDA stream for staging");
