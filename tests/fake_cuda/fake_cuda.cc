@@ -6,9 +6,9 @@
 // library) takes SIGSEGV, so a test that passes shows that nothing but
 // the driver's copies read or wrote device memory.
 //
-// It implements the entry points terse resolves (device/cuda_driver.cc)
-// and the few a test program needs (cuMemAlloc_v2, cuMemFree_v2, the
-// synchronous copies), with the real driver's answers where terse reads
+// It implements the entry points terse resolves (device/cuda_driver.cc:
+// device memory for the device codecs' lanes among them) and the few a
+// test program or test codec needs (the synchronous copies), with the real driver's answers where terse reads
 // them: cuPointerGetAttributes reports device memory, pinned host memory
 // and unknown pointers as the driver does; every call that needs a
 // context fails with CUDA_ERROR_INVALID_CONTEXT when the calling thread
@@ -64,8 +64,12 @@ struct PendingCopy {
     uintptr_t dev;
     std::vector<char> bytes;
 };
+// An event recorded answers cuEventQuery with CUDA_ERROR_NOT_READY the
+// first time it is polled after each record, as work still in flight on a
+// real device would, so that the engine's "not yet" paths run here too.
 struct Event {
     int magic = 0xe7e7;
+    std::atomic<int> pending{0};
 };
 
 int g_ctx_object;
@@ -77,7 +81,7 @@ size_t g_arena_used = 0;
 std::vector<Allocation> g_allocs;
 unsigned long long g_next_id = 1;
 std::vector<PendingCopy> g_pending;
-std::atomic<unsigned long long> g_async_copies{0}, g_live_objects{0};
+std::atomic<unsigned long long> g_async_copies{0}, g_live_objects{0}, g_not_ready{0};
 thread_local std::vector<CUcontext> t_stack;
 
 size_t page() { return size_t(sysconf(_SC_PAGESIZE)); }
@@ -152,6 +156,8 @@ extern "C" {
 
 CUcontext fake_cuda_context(void) { return ctx(); }
 unsigned long long fake_cuda_async_copies(void) { return g_async_copies.load(); }
+// cuEventQuery calls answered CUDA_ERROR_NOT_READY.
+unsigned long long fake_cuda_not_ready_answers(void) { return g_not_ready.load(); }
 // Streams, events and pinned buffers not yet released.
 unsigned long long fake_cuda_live_objects(void) { return g_live_objects.load(); }
 
@@ -291,6 +297,24 @@ CUresult cuEventDestroy_v2(CUevent e) {
     return CUDA_SUCCESS;
 }
 CUresult cuEventRecord(CUevent e, CUstream s) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        order_after_legacy(s);
+    }
+    reinterpret_cast<Event *>(e)->pending.store(1);
+    return CUDA_SUCCESS;
+}
+CUresult cuEventQuery(CUevent e) {
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (reinterpret_cast<Event *>(e)->pending.exchange(0) == 0) return CUDA_SUCCESS;
+    g_not_ready.fetch_add(1);
+    return CUDA_ERROR_NOT_READY;
+}
+// Work runs at once in the caller here, so the wait is already over; the
+// handles are still checked, as the real driver does.
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int) {
     if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
     if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
     std::lock_guard<std::mutex> lk(g_mu);
