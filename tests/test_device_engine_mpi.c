@@ -74,7 +74,8 @@ static void load_driver(void) {
         RESOLVE(device_count, "cuDeviceGetCount");
         RESOLVE(device_get, "cuDeviceGet");
         RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
-        CHECK(cu.init && cu.device_count && cu.device_get && cu.primary_retain, "driver entry points (cuInit ...)");
+        CHECK(cu.init && cu.device_count && cu.device_get && cu.primary_retain,
+              "driver entry points (cuInit ...)");
         int count = 0;
         cu_device dev = 0;
         CHECK(cu.init(0) == 0 && cu.device_count(&count) == 0 && count > 0, "no CUDA device");
@@ -174,8 +175,8 @@ static void time_host_and_device(int count) {
     device_calls += (unsigned long long)iters + 1;
     device_bytes += ((unsigned long long)iters + 1) * 2 * bytes;
     if (rank == 0)
-        printf("timing np=%d bytes=%zu iters=%d host_us=%.1f device_codec_us=%.1f overhead=%+.1f%%\n", size, bytes,
-               iters, host_us, device_us, (device_us / host_us - 1.0) * 100.0);
+        printf("timing np=%d bytes=%zu iters=%d host_us=%.1f device_codec_us=%.1f overhead=%+.1f%%\n", size,
+               bytes, iters, host_us, device_us, (device_us / host_us - 1.0) * 100.0);
     fflush(stdout);
     dev_free(d_in);
     dev_free(d_out);

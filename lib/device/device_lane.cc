@@ -46,7 +46,8 @@ Status DeviceLane::reserve(size_t slot_bytes, size_t device_bytes) {
             slot_bytes_ = 0;
             return s;
         }
-        TERSE_LOG_INFO("device lane: pinned frame cache grown to %zu slots of %zu bytes", kOutSlots + 1, slot_bytes);
+        TERSE_LOG_INFO("device lane: pinned frame cache grown to %zu slots of %zu bytes", kOutSlots + 1,
+                       slot_bytes);
         slot_bytes_ = slot_bytes;
     }
     if (device_bytes > scratch_.size()) {
@@ -107,7 +108,8 @@ Status DeviceLane::download(void *host, const void *dev, size_t bytes) {
     for (size_t off = 0; off < bytes && s == TERSE_OK; off += slot_bytes_) {
         const size_t n = std::min(slot_bytes_, bytes - off);
         const CUresult rc = d_.memcpy_dtoh_async(
-            in_.data(), reinterpret_cast<CUdeviceptr>(static_cast<const uint8_t *>(dev) + off), n, compute_.get());
+            in_.data(), reinterpret_cast<CUdeviceptr>(static_cast<const uint8_t *>(dev) + off), n,
+            compute_.get());
         if (rc != CUDA_SUCCESS) return cuda_error(d_, rc, "copying codec statistics to the host");
         if ((s = sync()) == TERSE_OK) std::memcpy(static_cast<uint8_t *>(host) + off, in_.data(), n);
     }
@@ -119,8 +121,8 @@ Status DeviceLane::upload(void *dev, const void *host, size_t bytes) {
     for (size_t off = 0; off < bytes && s == TERSE_OK; off += slot_bytes_) {
         const size_t n = std::min(slot_bytes_, bytes - off);
         std::memcpy(in_.data(), static_cast<const uint8_t *>(host) + off, n);
-        const CUresult rc = d_.memcpy_htod_async(
-            reinterpret_cast<CUdeviceptr>(static_cast<uint8_t *>(dev) + off), in_.data(), n, compute_.get());
+        const CUresult rc = d_.memcpy_htod_async(reinterpret_cast<CUdeviceptr>(static_cast<uint8_t *>(dev) + off),
+                                                 in_.data(), n, compute_.get());
         if (rc != CUDA_SUCCESS) return cuda_error(d_, rc, "copying agreed codec statistics to the device");
         s = sync();
     }

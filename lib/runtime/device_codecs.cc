@@ -32,18 +32,18 @@ namespace {
 // Why a call the engine takes on device buffers was staged whole; the
 // order is the TERSE_STATS line's.
 enum Reason : int {
-    kOff,           // TERSE_DEVICE_CODECS=0
-    kKind,          // reduce-scatter, allgather
-    kNonblocking,   // MPI_I* calls
-    kSchedule,      // planned on another schedule than the ring
-    kCodec,         // not summable, or no CUDA kernels
-    kChecks,        // verify, guard, error feedback
-    kBuffers,       // a buffer in host memory, or another context
-    kUnavailable,   // the lane or the device instance could not be made
+    kOff,          // TERSE_DEVICE_CODECS=0
+    kKind,         // reduce-scatter, allgather
+    kNonblocking,  // MPI_I* calls
+    kSchedule,     // planned on another schedule than the ring
+    kCodec,        // not summable, or no CUDA kernels
+    kChecks,       // verify, guard, error feedback
+    kBuffers,      // a buffer in host memory, or another context
+    kUnavailable,  // the lane or the device instance could not be made
     kReasons
 };
-const char *const kReasonName[kReasons] = {"off",   "kind",    "nonblocking", "schedule",
-                                           "codec", "checks",  "buffers",     "unavailable"};
+const char *const kReasonName[kReasons] = {"off",   "kind",   "nonblocking", "schedule",
+                                           "codec", "checks", "buffers",     "unavailable"};
 
 std::atomic<uint64_t> g_encoded_calls{0}, g_encoded_whole_bytes{0}, g_payload_bytes{0};
 std::atomic<uint64_t> g_whole[kReasons];
@@ -123,8 +123,8 @@ public:
     size_t slots() const override { return device::kOutSlots; }
     Status stats(const void *src, size_t n, double *out, size_t nout, uint64_t seed) override;
     Status put_agreed(const double *agreed, size_t count) override;
-    Status encode(size_t slot, const void *src, size_t n, size_t agreed_at, uint64_t seed, size_t cap, size_t *len,
-                  bool *raw) override;
+    Status encode(size_t slot, const void *src, size_t n, size_t agreed_at, uint64_t seed, size_t cap,
+                  size_t *len, bool *raw) override;
     int ready(size_t slot) override {
         device::ContextScope scope(lane_.driver(), lane_.context());
         if (scope.status() != TERSE_OK) return -1;
@@ -226,7 +226,8 @@ Status DeviceCodecs::codec_failed(int rc, const char *what, size_t n) const {
 
 Status DeviceCodecs::stats(const void *src, size_t n, double *out, size_t nout, uint64_t seed) {
     if (nout > stats_cap_)
-        return set_error(TERSE_ERR_INVALID, "terse: %zu statistics for a device scratch of %zu", nout, stats_cap_);
+        return set_error(TERSE_ERR_INVALID, "terse: %zu statistics for a device scratch of %zu", nout,
+                         stats_cap_);
     device::ContextScope scope(lane_.driver(), lane_.context());
     if (scope.status() != TERSE_OK) return scope.status();
     terse_codec_call_t c = call(0, seed);
@@ -266,7 +267,8 @@ Status DeviceCodecs::encode(size_t slot, const void *src, size_t n, size_t agree
         return codec_failed(rc, "encode", n);
     }
     if (*len > cap)
-        return set_error(TERSE_ERR_PLUGIN, "codec '%s' wrote a %zu-byte payload for a %zu-byte buffer on the device",
+        return set_error(TERSE_ERR_PLUGIN,
+                         "codec '%s' wrote a %zu-byte payload for a %zu-byte buffer on the device",
                          cur_->desc()->name, *len, cap);
     g_payload_bytes.fetch_add(*len, std::memory_order_relaxed);
     return lane_.copy_out(slot, from, *len);

@@ -187,7 +187,8 @@ static int ds_create(const void *, const terse_codec_setup_t *setup, void **inst
     Instance *in = new (std::nothrow) Instance{setup->dtype, device, setup->max_chunk_count, {}, {}, {}};
     if (!in) return TERSE_CODEC_ERR_NOMEM;
     if (device) {
-        const size_t bytes = payload_size(setup->max_chunk_count, 4) + setup->max_chunk_count * esize(setup->dtype);
+        const size_t bytes = payload_size(setup->max_chunk_count, 4) +
+                             setup->max_chunk_count * esize(setup->dtype);
         try {
             in->in_a.resize(bytes);
             in->in_b.resize(bytes);
@@ -251,10 +252,10 @@ static int ds_combine(void *inst, const void *a, size_t a_len, int ac, const voi
                       size_t n, void *out, size_t cap, size_t *out_len, const terse_codec_call_t *call) {
     Instance &in = *static_cast<Instance *>(inst);
     if (!in.device)
-        return host_combine(static_cast<const uint8_t *>(a), a_len, ac, static_cast<const uint8_t *>(b), b_len, bc,
-                            n, static_cast<uint8_t *>(out), cap, out_len);
-    if (a_len > in.in_a.size() || b_len > in.in_b.size() || !dev_ready(call) || !to_host(in.in_a.data(), a, a_len) ||
-        !to_host(in.in_b.data(), b, b_len))
+        return host_combine(static_cast<const uint8_t *>(a), a_len, ac, static_cast<const uint8_t *>(b), b_len,
+                            bc, n, static_cast<uint8_t *>(out), cap, out_len);
+    if (a_len > in.in_a.size() || b_len > in.in_b.size() || !dev_ready(call) ||
+        !to_host(in.in_a.data(), a, a_len) || !to_host(in.in_b.data(), b, b_len))
         return TERSE_CODEC_ERR_INTERNAL;
     const int rc = host_combine(in.in_a.data(), a_len, ac, in.in_b.data(), b_len, bc, n, in.out.data(),
                                 std::min(cap, in.out.size()), out_len);
