@@ -51,7 +51,7 @@ public:
         c.agreed_stats = nullptr;
         if (nout != d_->stats_count(inst_, n)) return set_error(TERSE_ERR_INVALID, "sim port: %zu stats", nout);
         return d_->stats(inst_, src, n, out, &c) == TERSE_CODEC_OK ? TERSE_OK
-                                                                    : set_error(TERSE_ERR_PLUGIN, "sim stats");
+                                                                   : set_error(TERSE_ERR_PLUGIN, "sim stats");
     }
     Status put_agreed(const double *agreed, size_t count) override {
         agreed_.assign(agreed, agreed + count);

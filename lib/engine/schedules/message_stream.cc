@@ -27,6 +27,7 @@ void MessageStream::cancel_all() {
             ready_[q] = 0;
         }
     posted_ = processed_;
+    held_ = false;
 }
 
 Status MessageStream::init(OpBase *op, StreamHandler *handler, const Params &p) {
