@@ -100,6 +100,13 @@ using device::DeviceLane;
 class DeviceCodecs final : public DevicePort {
 public:
     DeviceCodecs(const CudaDriver &d, CUcontext ctx) : lane_(d, ctx) {}
+    // The device instances go inside the lane's context, after its work
+    // (the lane drains when it goes, after them).
+    ~DeviceCodecs() override {
+        device::ContextScope scope(lane_.driver(), lane_.context());
+        if (scope.status() == TERSE_OK) lane_.drain();
+        insts_.clear();
+    }
 
     Status init() {
         device::ContextScope scope(lane_.driver(), lane_.context());
