@@ -8,8 +8,9 @@
 # odd counts, raw chunks, float and double, in place: results bitwise equal
 # to the host path's (test_device_engine_mpi checks), every blocking call
 # counted as device_encoded in the TERSE_STATS process line, the payload
-# bytes staged well under what whole staging copies, the non-blocking call
-# staged whole with its reason, and the engine's waits for copies in flight
+# bytes staged well under what whole staging copies, the calls the path
+# does not serve (non-blocking, a host send buffer, a reduce-scatter; then
+# TERSE_VERIFY=1) staged whole with their reasons, and the engine's waits for copies in flight
 # taken (the fake driver answers "not ready" first).  Then
 # TERSE_DEVICE_CODECS=0 stages every call whole, and a misspelled value is
 # refused.  Skipped (77) in a build without CUDA.
@@ -50,8 +51,8 @@ for run in "2 ring" "3 auto"; do
     # the widened sums) are well under half of that.
     [ -n "$pay" ] && [ "$pay" -gt 0 ] && [ $((pay * 2)) -lt "${encb:-0}" ] ||
         { failed="$failed np=$np(payload)"; echo "payload bytes $pay not well under the whole bytes $encb"; }
-    grep -q "terse stats: process rank=0 .* device_whole=1 device_whole_why=nonblocking:1" "$out" ||
-        { failed="$failed np=$np(whole)"; echo "the non-blocking call is not counted as staged whole"; }
+    grep -q "terse stats: process rank=0 .* device_whole=3 device_whole_why=kind:1,nonblocking:1,buffers:1" "$out" ||
+        { failed="$failed np=$np(whole)"; echo "the calls not served are not counted as staged whole with their reasons"; }
     [ "${notready:-0}" -gt 0 ] ||
         { failed="$failed np=$np(not ready)"; echo "the engine never met a copy in flight"; }
     grep -q "device lane: pinned frame cache grown" "$out" ||
@@ -61,11 +62,21 @@ done
 echo "== np=2 TERSE_DEVICE_CODECS=0: every call staged whole"
 if TERSE_DEVICE_CODECS=0 TERSE_ALGORITHM=ring run_np 2 ./test_device_engine_mpi >"$out" 2>&1; then
     grep "terse stats: process rank=0 " "$out"
-    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=off:7,nonblocking:1" "$out" ||
+    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=off:9,nonblocking:1" "$out" ||
         { failed="$failed off"; echo "TERSE_DEVICE_CODECS=0 did not stage every call whole"; }
 else
     tail -30 "$out"
     failed="$failed off(run)"
+fi
+
+echo "== np=2 TERSE_VERIFY=1: verified calls are staged whole"
+if TERSE_VERIFY=1 TERSE_ALGORITHM=ring run_np 2 ./test_device_engine_mpi >"$out" 2>&1; then
+    grep "terse stats: process rank=0 " "$out"
+    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=kind:1,nonblocking:1,checks:8" "$out" ||
+        { failed="$failed verify"; echo "verified calls were not staged whole for their checks"; }
+else
+    tail -30 "$out"
+    failed="$failed verify(run)"
 fi
 
 echo "== a misspelled TERSE_DEVICE_CODECS is refused"

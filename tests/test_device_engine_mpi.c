@@ -11,9 +11,10 @@
  * host path: host codec) and on device buffers: the results must be equal
  * bit for bit; against PMPI on host buffers they must be within the 8-bit
  * codes' bound.  Sizes include odd counts and chunks holding a non-finite
- * value (sent raw); float32 and float64; in place and not.  One
- * MPI_Iallreduce on device buffers shows a call the path does not serve
- * (staged whole).
+ * value (sent raw); float32 and float64; in place and not.  An
+ * MPI_Iallreduce, an allreduce from host to device memory and a
+ * reduce-scatter on device buffers are calls the path does not serve
+ * (staged whole, with the host path's results).
  *
  * Usage: test_device_engine_mpi [mib=N,N,...]
  * mib=: also an MPI_Allreduce of each size in MiB, checked, then timed on
@@ -150,6 +151,30 @@ static void check(int count, MPI_Datatype dt, int in_place, long nonfinite, int 
     free(in), free(host), free(ref), free(got);
 }
 
+/* Calls the path does not serve, staged whole: a send buffer in host
+ * memory with a receive buffer on the device (reason buffers), and a
+ * reduce-scatter (reason kind); the results still equal the host path's. */
+static void check_unserved(int count) {
+    const size_t bytes = (size_t)count * sizeof(float), all = bytes * (size_t)size;
+    float *in = malloc(all), *host = malloc(all), *got = malloc(all);
+    CHECK(in && host && got, "malloc %zu", all);
+    for (size_t i = 0; i < (size_t)count * size; ++i) in[i] = (float)value(i, 5);
+    CHECK(MPI_Allreduce(in, host, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "host allreduce");
+    float *d_out = dev_alloc(all), *d_in = dev_alloc(all);
+    CHECK(MPI_Allreduce(in, d_out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "mixed allreduce");
+    from_dev(got, d_out, bytes);
+    CHECK(memcmp(got, host, bytes) == 0, "allreduce from host to device memory differs from the host path's");
+    CHECK(MPI_Reduce_scatter_block(in, host, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "host rsb");
+    to_dev(d_in, in, all);
+    CHECK(MPI_Reduce_scatter_block(d_in, d_out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "rsb");
+    from_dev(got, d_out, bytes);
+    CHECK(memcmp(got, host, bytes) == 0, "reduce_scatter_block on device buffers differs from the host path's");
+    dev_free(d_in);
+    dev_free(d_out);
+    free(in), free(host), free(got);
+}
+
 static double time_allreduce(const void *send, void *recv, int count, int iters) {
     CHECK(MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "timed");
     PMPI_Barrier(MPI_COMM_WORLD);
@@ -219,6 +244,7 @@ int main(int argc, char **argv) {
     check(100000, MPI_FLOAT, 0, -1, 0);
     /* Not served: staged whole (the statistics name the reason). */
     check(100000, MPI_FLOAT, 0, -1, 1);
+    check_unserved(30001);
     for (int i = 0; i < nmib; ++i) {
         const int count = (int)(((size_t)mib[i] << 20) / sizeof(float));
         check(count, MPI_FLOAT, 0, -1, 0);
