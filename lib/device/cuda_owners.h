@@ -91,8 +91,9 @@ public:
     CudaStream(const CudaStream &) = delete;
     CudaStream &operator=(const CudaStream &) = delete;
 
-    // A non-blocking stream of ctx: it never waits for the legacy default
-    // stream, on which the application may run its own kernels.
+    // A blocking stream of ctx (flags 0): its work waits for the legacy
+    // default stream's, where the application filled its buffers (see
+    // cuda_owners.cc).
     Status create(const CudaDriver &d, CUcontext ctx);
     void reset();
     CUstream get() const { return s_; }

@@ -1,7 +1,8 @@
 // One communicator's lane for device codecs: what an allreduce whose codec
 // runs on the GPU needs besides the codec (runtime/device_codecs.h).
 //
-//  - two non-blocking streams of the buffers' context: the codec's kernels
+//  - two streams of the buffers' context, blocking as staging's are (their
+//    work waits for the application's on the legacy stream): the codec's kernels
 //    run on the compute stream, the copies of their payloads to the host
 //    on the copy stream, which waits for the kernels through an event
 //    (cuStreamWaitEvent) and never makes the host wait;
