@@ -142,8 +142,12 @@ public:
                   uint64_t seed) override;
 
 private:
+    // Keyed by the communicator's parameters object and datatype: the
+    // communicator drops its DeviceCodecs whenever it makes new codecs
+    // (comm_state.cc, prepare_codec), so a key never outlives its object.
     struct Instance {
-        std::string key;  // canonical parameters, dtype, ranks, chunk
+        const CodecParams *params;
+        terse_dtype_t dtype;
         std::unique_ptr<CodecInstance> inst;
     };
     terse_codec_call_t call(size_t agreed_at, uint64_t seed) const;
@@ -167,18 +171,16 @@ size_t align_up(size_t v) { return (v + 255) & ~size_t(255); }
 Status DeviceCodecs::prepare(const CommState *st, const CodecParams &params, const CodecInstance &host,
                              size_t count, size_t chunk_elems) {
     const terse_codec_setup_t &hs = host.setup();
-    const std::string key = params.canonical() + "|" + std::to_string(int(hs.dtype)) + "|" +
-                            std::to_string(hs.nranks) + "|" + std::to_string(hs.max_chunk_count);
     device::ContextScope scope(lane_.driver(), lane_.context());
     if (scope.status() != TERSE_OK) return scope.status();
     cur_ = nullptr;
     for (Instance &i : insts_)
-        if (i.key == key) cur_ = i.inst.get();
+        if (i.params == &params && i.dtype == hs.dtype) cur_ = i.inst.get();
     if (!cur_) {
+        // The host instance's setup: same ranks and chunk bound.
         terse_codec_setup_t setup = hs;
         setup.mem_kind = TERSE_MEM_CUDA;
-        Instance made;
-        made.key = key;
+        Instance made{&params, hs.dtype, nullptr};
         Status s = Registry::instance().create(params, setup, &made.inst);
         if (s != TERSE_OK) return s;
         TERSE_LOG_INFO("device codecs: '%s' on %s has a device instance of %s for %s", params.canonical().c_str(),
