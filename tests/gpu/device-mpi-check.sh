@@ -94,9 +94,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export TERSE_PLANNER=fixed TERSE_MIN_BYTES=4096 TERSE_FEEDBACK=off TERSE_STATS=1 TERSE_LOG=debug
-per_run=$((budget / 6))
+per_run=$((budget / 8))
 out=$(mktemp "${TMPDIR:-/tmp}/terse-device-mpi.XXXXXX")
-trap 'rm -f "$out"' EXIT
+mps_dir=
+trap 'rm -f "$out"; [ -z "$mps_dir" ] || mps_stop' EXIT
 failed=
 timings=
 for np in 2 4; do
@@ -131,38 +132,72 @@ for np in 2 4; do
     done
 done
 # The device codec path: quantize's kernels on the device buffers, only
-# payloads staged.
+# payloads staged.  Ranks sharing one GPU time-slice it between their
+# contexts, which a job with a GPU per rank does not; so on a real GPU the
+# block runs again under the CUDA multi-process service where the machine
+# has it (nvidia-cuda-mps-control), which lets the ranks' kernels share the
+# GPU at once, and says which is which.
 num() { sed -n "s/.*terse stats: process rank=0 .* $1=\([0-9]*\).*/\1/p" "$out"; }
-for np in 2 4; do
-    say "== np=$np device codecs (TERSE_CODEC=$device_codec TERSE_ALGORITHM=ring), mib=$mib, at most ${per_run}s"
-    if [ ! -x "$eprog" ]; then
-        failed="$failed np=$np/device-codecs(no program)"
-        say "no $eprog (rebuild the bundle, or make check's programs)"
-        continue
+mps_start() {
+    mps_dir=$(mktemp -d "${TMPDIR:-/tmp}/terse-mps.XXXXXX")
+    mkdir -p "$mps_dir/pipe" "$mps_dir/log"
+    export CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log"
+    if nvidia-cuda-mps-control -d; then
+        say "the CUDA multi-process service started ($mps_dir)"
+        return 0
     fi
-    rc=0
-    # shellcheck disable=SC2086 # $run: the loader and its arguments, or nothing
-    TERSE_CODEC=$device_codec TERSE_ALGORITHM=ring TERSE_LOG=info timeout -k 10 "$per_run" $run "$mpirun" \
-        -x LD_LIBRARY_PATH -x TERSE_PLUGIN_PATH -np "$np" $run "$eprog" "mib=$mib" >"$out" 2>&1 || rc=$?
-    if [ "$rc" -ne 0 ]; then
-        tail -n 40 "$out"
-        [ "$rc" -eq 124 ] && say "ran past ${per_run}s"
-        failed="$failed np=$np/device-codecs(exit $rc)"
-        continue
-    fi
-    grep "^driver: \|device lane\|device codecs: a lane" "$out" | head -n 6
-    grep "^timing " "$out"
-    timings="$timings$(sed -n "s/^timing /  $device_codec device codecs /p" "$out")
+    say "the CUDA multi-process service did not start: the MPS block is skipped"
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    rm -rf "$mps_dir"
+    mps_dir=
+    return 1
+}
+mps_stop() {
+    [ -n "$mps_dir" ] || return 0
+    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+    sleep 1
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    rm -rf "$mps_dir"
+    mps_dir=
+}
+variants="time-sliced"
+if [ "$device_codec" != devsim ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    variants="time-sliced mps"
+fi
+for variant in $variants; do
+    if [ "$variant" = mps ]; then mps_start || break; fi
+    for np in 2 4; do
+        say "== np=$np device codecs (TERSE_CODEC=$device_codec TERSE_ALGORITHM=ring), $variant, mib=$mib, at most ${per_run}s"
+        if [ ! -x "$eprog" ]; then
+            failed="$failed np=$np/device-codecs(no program)"
+            say "no $eprog (rebuild the bundle, or make check's programs)"
+            continue
+        fi
+        rc=0
+        # shellcheck disable=SC2086 # $run: the loader and its arguments, or nothing
+        TERSE_CODEC=$device_codec TERSE_ALGORITHM=ring TERSE_LOG=info timeout -k 10 "$per_run" $run "$mpirun" \
+            -x LD_LIBRARY_PATH -x TERSE_PLUGIN_PATH -np "$np" $run "$eprog" "mib=$mib" >"$out" 2>&1 || rc=$?
+        if [ "$rc" -ne 0 ]; then
+            tail -n 40 "$out"
+            [ "$rc" -eq 124 ] && say "ran past ${per_run}s"
+            failed="$failed np=$np/device-codecs(exit $rc)"
+            continue
+        fi
+        grep "^driver: \|device lane\|device codecs: a lane" "$out" | head -n 6
+        grep "^timing " "$out"
+        timings="$timings$(sed -n "s/^timing /  $device_codec device codecs $variant /p" "$out")
 "
-    line=$(grep "terse stats: process rank=0 " "$out")
-    calls=$(sed -n 's/^device calls \([0-9]*\) bytes.*/\1/p' "$out")
-    bytes=$(sed -n 's/^device calls [0-9]* bytes \([0-9]*\)$/\1/p' "$out")
-    enc=$(num device_encoded) encb=$(num device_encoded_bytes) pay=$(num device_payload_bytes)
-    say "   expected device_encoded=$calls device_encoded_bytes=$bytes | $line"
-    [ -n "$calls" ] && [ "$enc" = "$calls" ] && [ "$encb" = "$bytes" ] ||
-        { failed="$failed np=$np/device-codecs(encoded)"; say "device_encoded does not count every blocking call"; }
-    [ -n "$pay" ] && [ "$pay" -gt 0 ] && [ $((pay * 2)) -lt "${encb:-0}" ] ||
-        { failed="$failed np=$np/device-codecs(payload)"; say "payload bytes $pay not under half of $encb"; }
+        line=$(grep "terse stats: process rank=0 " "$out")
+        calls=$(sed -n 's/^device calls \([0-9]*\) bytes.*/\1/p' "$out")
+        bytes=$(sed -n 's/^device calls [0-9]* bytes \([0-9]*\)$/\1/p' "$out")
+        enc=$(num device_encoded) encb=$(num device_encoded_bytes) pay=$(num device_payload_bytes)
+        say "   expected device_encoded=$calls device_encoded_bytes=$bytes | $line"
+        [ -n "$calls" ] && [ "$enc" = "$calls" ] && [ "$encb" = "$bytes" ] ||
+            { failed="$failed np=$np/device-codecs(encoded)"; say "device_encoded does not count every blocking call"; }
+        [ -n "$pay" ] && [ "$pay" -gt 0 ] && [ $((pay * 2)) -lt "${encb:-0}" ] ||
+            { failed="$failed np=$np/device-codecs(payload)"; say "payload bytes $pay not under half of $encb"; }
+    done
+    if [ "$variant" = mps ]; then mps_stop; fi
 done
 say "time per MPI_Allreduce through terse, host against device buffers (the slowest rank's mean):"
 printf '%s' "$timings"
