@@ -304,7 +304,7 @@ TEST_F(RegistryTest, DeviceCodecOfRevisionThreeStatesItsWorkspace) {
 // The quantize, errbound and topk modules name cuda exactly when they were
 // built with their kernels.
 TEST_F(RegistryTest, DeviceCodecsNameCudaOnlyWithTheirKernels) {
-    for (const char *name : {"quantize", "errbound"}) {
+    for (const char *name : {"quantize", "errbound", "topk"}) {
         const CodecPlugin *q = nullptr;
         ASSERT_EQ(Registry::instance().find(name, &q), TERSE_OK) << msg();
 #if defined(TERSE_HAVE_CUDA)
