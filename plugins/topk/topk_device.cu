@@ -196,9 +196,56 @@ __global__ void k_varint_check(const uint8_t *p, size_t vs, DevResult *r) {
     task_varint_check(section_of(p, r->h, vs), r->h, r);
 }
 
-__global__ void k_walk_groups(const uint8_t *p, size_t vs, uint64_t *start, uint32_t *width, DevResult *r) {
-    if (!decoding(r, kBitpacked)) return;
-    task_walk_groups(section_of(p, r->h, vs), r->h, start, width, r);
+// task_walk_groups with the section staged through shared memory a window
+// at a time (the block loads it, one thread hops from header to header), so
+// each hop waits on shared memory rather than on global memory.
+constexpr size_t kWalkWindow = 32768;
+__global__ void __launch_bounds__(1024) k_walk_groups(const uint8_t *p, size_t vs, uint64_t *start, uint32_t *width,
+                                                      DevResult *r) {
+    __shared__ uint8_t win[kWalkWindow];
+    __shared__ unsigned long long s_pos, s_g;
+    __shared__ int s_done;
+    if (!decoding(r, kBitpacked)) return;  // whole block
+    const Header h = r->h;
+    const uint8_t *s = section_of(p, h, vs);
+    const size_t len = h.index_bytes, groups = groups_of(h.k);
+    if (threadIdx.x == 0) {
+        s_pos = 0;
+        s_g = 0;
+        s_done = 0;
+    }
+    __syncthreads();
+    while (!s_done) {
+        const size_t base = s_pos;
+        const size_t have = len - base < kWalkWindow ? len - base : kWalkWindow;
+        for (size_t i = threadIdx.x; i < have; i += blockDim.x) win[i] = s[base + i];
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            size_t pos = base, g = s_g;
+            bool bad = false;
+            for (; g < groups; g++) {
+                if (pos >= len) {
+                    bad = true;
+                    break;
+                }
+                if (pos >= base + have) break;  // the next window holds this header
+                if (!walk_group(h, g, win[pos - base], &pos, start, width)) {
+                    bad = true;
+                    break;
+                }
+            }
+            if (bad) {
+                r->gap_bad = 1;
+                s_done = 1;
+            } else if (g == groups) {
+                if (pos != len) r->gap_bad = 1;
+                s_done = 1;
+            }
+            s_pos = pos;
+            s_g = g;
+        }
+        __syncthreads();
+    }
 }
 
 __global__ void k_packed_gaps(const uint8_t *p, size_t vs, size_t kb, const uint64_t *start,
@@ -305,7 +352,7 @@ public:
         note();
         k_varint_check<<<1, 1, 0, stream_>>>(p, vs, r());
         note();
-        k_walk_groups<<<1, 1, 0, stream_>>>(p, vs, w_.g64(), w_.g32(), r());
+        k_walk_groups<<<1, 1024, 0, stream_>>>(p, vs, w_.g64(), w_.g32(), r());
         note();
         k_packed_gaps<<<grid_for(kb), kThreads, 0, stream_>>>(p, vs, kb, w_.g64(), w_.g32(), w_.b32(), r());
         note();

@@ -426,35 +426,37 @@ TERSE_HD inline void task_varint_check(const uint8_t *s, const Header &h, DevRes
     if (r->total[kScanTerms] != h.k || (h.index_bytes && (s[h.index_bytes - 1] & 0x80u))) r->gap_bad = 1;
 }
 
+// Bit-packed: group g's header, whose width byte is w, at *pos (< the
+// section's length): the checks of bitpacked_read, its start and width into
+// the workspace, *pos moved past its bits.  False: malformed.
+TERSE_HD inline bool walk_group(const Header &h, size_t g, unsigned w, size_t *pos, uint64_t *start,
+                                uint32_t *width) {
+    const size_t len = h.index_bytes, k = h.k;
+    const size_t n = k - g * kGroup < kGroup ? k - g * kGroup : kGroup;
+    const size_t at = *pos + 1;
+    if (w > 32) return false;
+    const size_t bytes = (n * w + 7) / 8;
+    if (bytes > len - at) return false;
+    start[g] = at;
+    width[g] = w;
+    *pos = at + bytes;
+    return true;
+}
+
 // Bit-packed: one thread walks the group headers (each group's length
-// depends on its width byte), as bitpacked_read; starts and widths into
-// the workspace.
+// depends on its width byte), as bitpacked_read.  (The CUDA kernel does
+// the same steps with the section staged through shared memory.)
 TERSE_HD inline void task_walk_groups(const uint8_t *s, const Header &h, uint64_t *start, uint32_t *width,
                                       DevResult *r) {
     if (r->verdict != TERSE_CODEC_OK) return;
-    const size_t len = h.index_bytes, k = h.k;
     size_t pos = 0;
-    for (size_t g = 0; g * kGroup < k; g++) {
-        const size_t n = k - g * kGroup < kGroup ? k - g * kGroup : kGroup;
-        if (pos >= len) {
+    for (size_t g = 0; g < groups_of(h.k); g++) {
+        if (pos >= h.index_bytes || !walk_group(h, g, s[pos], &pos, start, width)) {
             r->gap_bad = 1;
             return;
         }
-        const unsigned w = s[pos++];
-        if (w > 32) {
-            r->gap_bad = 1;
-            return;
-        }
-        const size_t bytes = (n * w + 7) / 8;
-        if (bytes > len - pos) {
-            r->gap_bad = 1;
-            return;
-        }
-        start[g] = pos;
-        width[g] = w;
-        pos += bytes;
     }
-    if (pos != len) r->gap_bad = 1;
+    if (pos != h.index_bytes) r->gap_bad = 1;
 }
 
 // Bit-packed: gap j from its group.
