@@ -48,6 +48,22 @@ __device__ inline void store_planes_warp(uint32_t z, int w, int lane, uint8_t *q
     }
 }
 
+// Lane `lane`'s code: lane j loads plane j, and each lane takes its bit of
+// every plane from the lane that holds it (w is the same for the warp).
+__device__ inline uint32_t warp_lane_code(const Planes &pl, int lane) {
+    const uint32_t mine = lane < pl.w ? plane_word(pl, lane) : 0u;
+    uint32_t z = 0;
+    for (int j = 0; j < pl.w; j++) z |= ((__shfl_sync(kFull, mine, j) >> lane) & 1u) << j;
+    return z;
+}
+
+__device__ inline uint32_t warp_combine_code(const CombineSide &a, const CombineSide &b, const DevResult *r,
+                                             size_t count, size_t blk, int lane, bool *ok) {
+    const uint32_t za = warp_lane_code(side_planes(a, r->ha, count, blk), lane);
+    const uint32_t zb = warp_lane_code(side_planes(b, r->hb, count, blk), lane);
+    return combine_codes(r, count, blk, lane, za, zb, ok);
+}
+
 __global__ void k_reset(DevResult *r) { reset_result(r); }
 
 template <typename T>
@@ -147,7 +163,9 @@ __global__ void k_decode(const uint8_t *p, size_t count, size_t nb, const uint32
     const size_t b = thread_index() / 32;
     const int lane = static_cast<int>(threadIdx.x & 31);
     if (b >= nb || r->a_bad) return;  // a refused payload is not decoded
-    const bool ok = decode_lane(p, r->ha, count, sizes, offs, b, lane, dst, acc);
+    const Header h = r->ha;
+    const uint32_t z = warp_lane_code(planes_of(p, h, count, sizes, offs, b), lane);
+    const bool ok = decode_code(h, count, b, lane, z, dst, acc);
     if (!__all_sync(kFull, ok) && lane == 0) flag_set(&r->code_bad);
 }
 
@@ -161,7 +179,7 @@ __global__ void k_combine_widths(CombineSide a, CombineSide b, size_t count, siz
     const int lane = static_cast<int>(threadIdx.x & 31);
     if (blk >= nb || !combine_runs(r)) return;
     bool ok;
-    const uint32_t z = combine_lane(a, b, r, count, blk, lane, &ok);
+    const uint32_t z = warp_combine_code(a, b, r, count, blk, lane, &ok);
     const uint32_t all = __reduce_or_sync(kFull, z);
     const bool all_ok = __all_sync(kFull, ok);
     if (lane == 0) {
@@ -180,7 +198,7 @@ __global__ void k_combine_pack(CombineSide a, CombineSide b, size_t count, size_
     const int lane = static_cast<int>(threadIdx.x & 31);
     if (blk >= nb || !combine_runs(r)) return;
     bool ok;
-    const uint32_t z = combine_lane(a, b, r, count, blk, lane, &ok);
+    const uint32_t z = warp_combine_code(a, b, r, count, blk, lane, &ok);
     uint8_t *data = out + kHeaderBytes + widths_bytes(nb, r->nib != 0);
     store_planes_warp(z, static_cast<int>(sizes[blk] / 4), lane, data + offs[blk]);
 }

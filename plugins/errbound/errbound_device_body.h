@@ -395,22 +395,34 @@ TERSE_HD inline const uint8_t *data_of(const uint8_t *p, const Header &h, size_t
     return p + kHeaderBytes + widths_bytes(block_count(count), nibble_widths(h.contributors, h.kmax));
 }
 
-// Lane `lane`'s code in a block of w planes at q.
-TERSE_HD inline uint32_t lane_code(const uint8_t *q, int w, int lane) {
+// A block's bit planes: where they lie, and how many.
+struct Planes {
+    const uint8_t *q;
+    int w;
+};
+
+TERSE_HD inline Planes planes_of(const uint8_t *p, const Header &h, size_t count, const uint32_t *sizes,
+                                 const uint64_t *offs, size_t b) {
+    return Planes{data_of(p, h, count) + offs[b], static_cast<int>(sizes[b] / 4)};
+}
+
+// Plane j (< w): on the device, lane j loads it and the warp shares it.
+TERSE_HD inline uint32_t plane_word(const Planes &pl, int j) { return terse_codec::get_u32(pl.q + 4 * j); }
+
+// Lane `lane`'s code: bit `lane` of every plane (the emulation's gather).
+TERSE_HD inline uint32_t lane_code(const Planes &pl, int lane) {
     uint32_t z = 0;
-    for (int j = 0; j < w; j++) z |= ((terse_codec::get_u32(q + 4 * j) >> lane) & 1u) << j;
+    for (int j = 0; j < pl.w; j++) z |= ((plane_word(pl, j) >> lane) & 1u) << j;
     return z;
 }
 
 // ---------------------------------------------------------------- decode
 
-// Lane `lane` of block b: decodes (or checks the padding of) its element;
-// false: a code beyond zmax or non-zero padding.
+// Lane `lane` of block b, whose code is z: decodes (or checks the padding
+// of) its element; false: a code beyond zmax or non-zero padding.
 template <typename T>
-TERSE_HD inline bool decode_lane(const uint8_t *p, const Header &h, size_t count, const uint32_t *sizes,
-                                 const uint64_t *offs, size_t b, int lane, T *dst, bool acc) {
-    const uint8_t *q = data_of(p, h, count) + offs[b];
-    const uint32_t z = lane_code(q, static_cast<int>(sizes[b] / 4), lane);
+TERSE_HD inline bool decode_code(const Header &h, size_t count, size_t b, int lane, uint32_t z, T *dst,
+                                 bool acc) {
     const size_t i = b * kBlock + static_cast<size_t>(lane);
     if (i >= count) return z == 0;
     const double v = static_cast<double>(unzigzag(z)) * h.q;
@@ -453,14 +465,14 @@ struct CombineSide {
     const uint64_t *offs;
 };
 
-// Lane `lane` of block b: the summed code; *ok false for a code beyond
-// its payload's zmax or non-zero padding.
-TERSE_HD inline uint32_t combine_lane(const CombineSide &a, const CombineSide &b, const DevResult *r,
-                                      size_t count, size_t blk, int lane, bool *ok) {
-    const uint32_t za = lane_code(data_of(a.p, r->ha, count) + a.offs[blk], static_cast<int>(a.sizes[blk] / 4),
-                                  lane);
-    const uint32_t zb = lane_code(data_of(b.p, r->hb, count) + b.offs[blk], static_cast<int>(b.sizes[blk] / 4),
-                                  lane);
+TERSE_HD inline Planes side_planes(const CombineSide &s, const Header &h, size_t count, size_t blk) {
+    return planes_of(s.p, h, count, s.sizes, s.offs, blk);
+}
+
+// Lane `lane` of block blk, whose codes are za and zb: the summed code; *ok
+// false for a code beyond its payload's zmax or non-zero padding.
+TERSE_HD inline uint32_t combine_codes(const DevResult *r, size_t count, size_t blk, int lane, uint32_t za,
+                                       uint32_t zb, bool *ok) {
     const size_t i = blk * kBlock + static_cast<size_t>(lane);
     if (i < count)
         *ok = za <= static_cast<uint32_t>(zigzag_max(r->ha.contributors, r->ha.kmax)) &&

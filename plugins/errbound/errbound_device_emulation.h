@@ -109,8 +109,9 @@ public:
         const size_t nb = block_count(count);
         for (size_t b = 0; b < nb; b++) {
             bool all_ok = true;
+            const Planes pl = planes_of(p, r()->ha, count, w_.sizes(0), w_.offs(0), b);
             for (int lane = 0; lane < 32; lane++)
-                all_ok &= decode_lane(p, r()->ha, count, w_.sizes(0), w_.offs(0), b, lane, dst, acc);
+                all_ok &= decode_code(r()->ha, count, b, lane, lane_code(pl, lane), dst, acc);
             if (!all_ok) flag_set(&r()->code_bad);
         }
     }
@@ -125,7 +126,7 @@ public:
             bool all_ok = true;
             for (int lane = 0; lane < 32; lane++) {
                 bool ok;
-                all |= combine_lane(sa, sb, r(), count, blk, lane, &ok);
+                all |= combine_lane(sa, sb, count, blk, lane, &ok);
                 all_ok &= ok;
             }
             w_.sizes(2)[blk] = block_bytes(all);
@@ -140,7 +141,7 @@ public:
             uint32_t z[32];
             for (int lane = 0; lane < 32; lane++) {
                 bool ok;
-                z[lane] = combine_lane(sa, sb, r(), count, blk, lane, &ok);
+                z[lane] = combine_lane(sa, sb, count, blk, lane, &ok);
             }
             store_planes(z, w_.sizes(2)[blk] / 4, data + w_.offs(2)[blk]);
         }
@@ -148,6 +149,14 @@ public:
 
 private:
     DevResult *r() const { return w_.result(); }
+
+    // A lane of the combine: both codes gathered from their planes.
+    uint32_t combine_lane(const CombineSide &a, const CombineSide &b, size_t count, size_t blk, int lane,
+                          bool *ok) {
+        const uint32_t za = lane_code(side_planes(a, r()->ha, count, blk), lane);
+        const uint32_t zb = lane_code(side_planes(b, r()->hb, count, blk), lane);
+        return combine_codes(r(), count, blk, lane, za, zb, ok);
+    }
 
     void put_widths(uint8_t *dst, size_t nb) {
         const bool nib = r()->nib != 0;
