@@ -45,17 +45,22 @@ __global__ void k_reset(DevResult *r, uint32_t *hist) {
 
 __global__ void k_set_rank(DevResult *r, size_t k) { r->rank = k; }
 
-// Pass p's histogram: per block in shared memory, then added to the global one.
-template <typename U>
-__global__ void k_hist(const U *x, size_t n, int pass, uint64_t inf, DevResult *r, uint32_t *hist) {
+// Pass p's histogram over a source: per block in shared memory, then
+// added to the global one.
+// Pass 0 (over the chunk) also flags a NaN or Inf.
+template <typename U, typename Src>
+__global__ void k_hist(Src src, int pass, uint64_t inf, DevResult *r, uint32_t *hist) {
     __shared__ uint32_t sh[kBins];
+    if (pass > 0 && r->nonfinite) return;  // raw: the candidates were never made (whole blocks)
     for (size_t b = threadIdx.x; b < kBins; b += blockDim.x) sh[b] = 0;
     __syncthreads();
     const unsigned long long prefix = r->prefix;
+    const size_t m = src.size(r);
     int nonfinite = 0;
-    for (size_t i = thread_index(); i < n; i += grid_stride()) {
-        if (pass == 0) nonfinite |= static_cast<uint64_t>(key_of(x, i)) >= inf;
-        const int b = bin_of(x, i, pass, prefix);
+    for (size_t c = thread_index(); c < m; c += grid_stride()) {
+        const uint64_t key = src.key(c);
+        if (pass == 0) nonfinite |= key >= inf;
+        const int b = bin_of<U>(key, pass, prefix);
         if (b >= 0) atomicAdd(&sh[b], 1u);
     }
     if (__syncthreads_or(nonfinite) && threadIdx.x == 0) flag_set(&r->nonfinite);
@@ -88,43 +93,53 @@ __global__ void __launch_bounds__(kPickThreads) k_pick(int bits, DevResult *r, u
     }
 }
 
-// One block per tile: its keys above t and equal to t.
-template <typename U>
-__global__ void k_tile_counts(const U *x, size_t n, DevResult *r, uint32_t *above, uint32_t *equal) {
+// One block per tile of a source: the tile's pair of counts under a rule
+// (zero for tiles past the source's end, so that the scans over every
+// tile the host sized the grid for add nothing for them).
+template <typename U, typename Src, typename Rule>
+__global__ void k_tile_counts(Src src, DevResult *r, uint32_t *first, uint32_t *second) {
     using Reduce = cub::BlockReduce<unsigned long long, kTileThreads>;
     __shared__ typename Reduce::TempStorage tmp;
-    if (r->nonfinite) return;  // whole blocks
-    const unsigned long long t = r->prefix;
-    const size_t first = static_cast<size_t>(blockIdx.x) * kTile;
+    const size_t m = r->nonfinite ? 0 : src.size(r);
+    const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
+    if (base >= m) {  // whole blocks
+        if (threadIdx.x == 0) first[blockIdx.x] = second[blockIdx.x] = 0;
+        return;
+    }
+    const Rule rule = Rule::template of<U>(r);
     unsigned long long c = 0;
-    for (size_t round = 0; round < kTileRounds; round++)
-        c += count_pair(x, first + round * kTileThreads + threadIdx.x, n, t);
+    for (size_t round = 0; round < kTileRounds; round++) {
+        const size_t i = base + round * kTileThreads + threadIdx.x;
+        if (i < m) c += rule.pair(src.key(i));
+    }
     const unsigned long long s = Reduce(tmp).Sum(c);
     if (threadIdx.x == 0) {
-        above[blockIdx.x] = static_cast<uint32_t>(s >> 32);
-        equal[blockIdx.x] = static_cast<uint32_t>(s);
+        first[blockIdx.x] = static_cast<uint32_t>(s >> 32);
+        second[blockIdx.x] = static_cast<uint32_t>(s);
     }
 }
 
 // One block per tile, in rounds of consecutive elements: each kept
 // element's index at its place.
-template <typename U>
-__global__ void k_tile_places(const U *x, size_t n, DevResult *r, const uint64_t *above_off,
-                              const uint64_t *equal_off, uint32_t *sel) {
+template <typename U, typename Src, typename Rule>
+__global__ void k_tile_places(Src src, DevResult *r, const uint64_t *first_off, const uint64_t *second_off,
+                              uint32_t *out) {
     using Scan = cub::BlockScan<unsigned long long, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
-    if (r->nonfinite) return;
-    const unsigned long long t = r->prefix, ties = r->rank;
-    unsigned long long above = above_off[blockIdx.x], equal = equal_off[blockIdx.x];
-    const size_t first = static_cast<size_t>(blockIdx.x) * kTile;
+    const size_t m = r->nonfinite ? 0 : src.size(r);
+    const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
+    if (base >= m) return;  // whole blocks
+    const Rule rule = Rule::template of<U>(r);
+    unsigned long long above = first_off[blockIdx.x], equal = second_off[blockIdx.x];
     for (size_t round = 0; round < kTileRounds; round++) {
-        const size_t i = first + round * kTileThreads + threadIdx.x;
-        const unsigned long long c = count_pair(x, i, n, t);
+        const size_t i = base + round * kTileThreads + threadIdx.x;
+        const uint64_t key = i < m ? src.key(i) : 0;
+        const unsigned long long c = i < m ? rule.pair(key) : 0ull;
         unsigned long long ex, agg;
         Scan(tmp).ExclusiveSum(c, ex, agg);
-        if (i < n) {
-            const long long at = place_of(x, i, t, ties, above + (ex >> 32), equal + (ex & 0xffffffffull));
-            if (at >= 0) sel[at] = static_cast<uint32_t>(i);
+        if (i < m) {
+            const long long at = rule.place(key, above + (ex >> 32), equal + (ex & 0xffffffffull));
+            if (at >= 0) out[at] = src.index(i);
         }
         above += agg >> 32;
         equal += agg & 0xffffffffull;
@@ -200,8 +215,8 @@ __global__ void k_varint_check(const uint8_t *p, size_t vs, DevResult *r) {
 // at a time (the block loads it, one thread hops from header to header), so
 // each hop waits on shared memory rather than on global memory.
 constexpr size_t kWalkWindow = 32768;
-__global__ void __launch_bounds__(1024) k_walk_groups(const uint8_t *p, size_t vs, uint64_t *start, uint32_t *width,
-                                                      DevResult *r) {
+__global__ void __launch_bounds__(1024)
+    k_walk_groups(const uint8_t *p, size_t vs, uint64_t *start, uint32_t *width, DevResult *r) {
     __shared__ uint8_t win[kWalkWindow];
     __shared__ unsigned long long s_pos, s_g;
     __shared__ int s_done;
@@ -298,25 +313,21 @@ public:
         return ok_;
     }
 
+    // As the emulation's select: pass 0 over the chunk, the candidates in
+    // index order, the later passes and the final compaction over them.
+    // Grids over the candidates are sized for the whole chunk; their blocks
+    // read the candidates' count and stop.
     template <typename U>
     void select(const U *x, size_t n, size_t k, terse_dtype_t dt) {
         k_set_rank<<<1, 1, 0, stream_>>>(r(), k);
         note();
-        for (int pass = 0; pass < select_passes<U>(); pass++) {
-            k_hist<U><<<grid_for(n), kThreads, 0, stream_>>>(x, n, pass, inf_key_of<U>(dt), r(), w_.hist());
-            note();
-            k_pick<<<1, kPickThreads, 0, stream_>>>(digit_of<U>(pass).bits, r(), w_.hist());
-            note();
-        }
-        const size_t tiles = tiles_of(n);
-        k_tile_counts<U>
-            <<<static_cast<unsigned>(tiles), kTileThreads, 0, stream_>>>(x, n, r(), w_.cnt(0), w_.cnt(1));
-        note();
-        scan(w_.cnt(0), tiles, w_.cnt_off(0), kScanAbove);
-        scan(w_.cnt(1), tiles, w_.cnt_off(1), kScanEqual);
-        k_tile_places<U><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream_>>>(x, n, r(), w_.cnt_off(0),
-                                                                                     w_.cnt_off(1), w_.sel());
-        note();
+        const AllSource<U> all{x, n};
+        const CandSource<U> cands{x, w_.cand()};
+        const uint64_t inf = inf_key_of<U>(dt);
+        histogram_pass<U>(all, 0, n, inf);
+        compact<U, CandRule>(all, n, w_.cand(), kScanCands);
+        for (int pass = 1; pass < select_passes<U>(); pass++) histogram_pass<U>(cands, pass, n, inf);
+        compact<U, KeepRule>(cands, n, w_.sel(), kScanAbove);
     }
     void code_sizes(size_t k) {
         k_varint_sizes<<<grid_for(k), kThreads, 0, stream_>>>(w_.sel(), k, w_.a32(), r());
@@ -374,6 +385,25 @@ public:
     }
 
 private:
+    template <typename U, typename Src>
+    void histogram_pass(const Src &src, int pass, size_t bound, uint64_t inf) {
+        k_hist<U, Src><<<grid_for(bound), kThreads, 0, stream_>>>(src, pass, inf, r(), w_.hist());
+        note();
+        k_pick<<<1, kPickThreads, 0, stream_>>>(digit_of<U>(pass).bits, r(), w_.hist());
+        note();
+    }
+    template <typename U, typename Rule, typename Src>
+    void compact(const Src &src, size_t bound, uint32_t *out, int slot) {
+        const unsigned tiles = static_cast<unsigned>(tiles_of(bound));
+        k_tile_counts<U, Src, Rule><<<tiles, kTileThreads, 0, stream_>>>(src, r(), w_.cnt(0), w_.cnt(1));
+        note();
+        scan(w_.cnt(0), tiles, w_.cnt_off(0), slot);
+        scan(w_.cnt(1), tiles, w_.cnt_off(1), kScanEqual);
+        k_tile_places<U, Src, Rule>
+            <<<tiles, kTileThreads, 0, stream_>>>(src, r(), w_.cnt_off(0), w_.cnt_off(1), out);
+        note();
+    }
+
     DevResult *r() const { return w_.result(); }
     void scan(const uint32_t *sizes, size_t n, uint64_t *off, int slot) {
         note(terse_codec::scan_dev::scan_sizes(sizes, n, w_.scan_tiles(), off, &r()->total[slot], stream_));

@@ -9,13 +9,17 @@
 // lower index), found by radix selection over the key bits, 12 bits a
 // pass from the top: a histogram of the digit among the elements whose
 // higher bits equal the prefix chosen so far, then the digit where the
-// running count from the top reaches the rank still wanted.  After the
-// last pass the prefix is the k-th largest key t, and the rank the number
-// of elements equal to t to keep (the first ones, in index order).  Then
-// a deterministic compaction in index order: each tile counts its keys
-// above t and equal to t; the counts are scanned (scan_layout.h); each
-// element's place is (keys above t before it) + min(keys equal to t
-// before it, ties).  The index coding: every gap's varint length and
+// running count from the top reaches the rank still wanted.  Only the
+// first pass reads the whole chunk: the elements at or above its chosen
+// bin (the candidates: every kept one is among them) are compacted in
+// index order, and the later passes read them alone.  After the last pass
+// the prefix is the k-th largest key t, and the rank the number of
+// elements equal to t to keep (the first ones, in index order).  A
+// compaction is deterministic and in index order: each tile counts what
+// its rule keeps; the counts are scanned (scan_layout.h); for the final
+// one, an element's place is (keys above t before it) + min(keys equal to
+// t before it, ties).  So an encode reads the chunk three times (pass 0,
+// the candidates' counts, their places), whatever the element type.  The index coding: every gap's varint length and
 // every group's packed length, scanned into offsets; one thread picks the
 // smaller coding (bit-packed on a tie) and writes the header; then the
 // values are gathered and the gaps written in place.
@@ -97,7 +101,7 @@ struct DevResult {
     uint32_t nonfinite;           // encode: a key >= the Inf key
     unsigned long long prefix;    // selection: the key bits chosen so far
     unsigned long long rank;      // selection: the rank still wanted among keys with that prefix
-    unsigned long long total[4];  // the scans' totals
+    unsigned long long total[5];  // the scans' totals
     unsigned long long out_len;
     Header h;          // decode: the checked header
     uint32_t coding;   // encode: the chosen index coding
@@ -110,7 +114,7 @@ TERSE_HD inline void reset_result(DevResult *r) {
     r->nonfinite = 0;
     r->prefix = 0;
     r->rank = 0;
-    for (int s = 0; s < 4; s++) r->total[s] = 0;
+    for (int s = 0; s < 5; s++) r->total[s] = 0;
     r->out_len = 0;
     r->h = Header{};
     r->coding = 0;
@@ -126,8 +130,8 @@ TERSE_HD inline void flag_set(uint32_t *f) {
 }
 
 // Scan slots (DevResult::total).
-constexpr int kScanAbove = 0, kScanEqual = 1, kScanVarint = 2, kScanGroups = 3;  // encode
-constexpr int kScanTerms = 0, kScanGaps = 1;                                     // decode
+constexpr int kScanAbove = 0, kScanEqual = 1, kScanVarint = 2, kScanGroups = 3, kScanCands = 4;  // encode
+constexpr int kScanTerms = 0, kScanGaps = 1;                                                     // decode
 
 // ---------------------------------------------------------------- workspace
 
@@ -138,7 +142,7 @@ constexpr int kScanTerms = 0, kScanGaps = 1;                                    
 // scans' tile sums.
 struct Layout {
     size_t kmax, tiles, groups, section;
-    size_t hist, sel, cnt[2], cnt_off[2], a32, a64, b32, c32, c64, g32, g64, scan_tiles;
+    size_t hist, sel, cand, cnt[2], cnt_off[2], a32, a64, b32, c32, c64, g32, g64, scan_tiles;
     size_t bytes;
 };
 
@@ -158,6 +162,7 @@ TERSE_HD inline Layout layout_for(size_t max_count, size_t kmax) {
     };
     l.hist = take(kBins * 4);
     l.sel = take(kmax * 4);
+    l.cand = take(max_count * 4);
     for (int s = 0; s < 2; s++) {
         l.cnt[s] = take(l.tiles * 4);
         l.cnt_off[s] = take(l.tiles * 8);
@@ -181,6 +186,7 @@ struct Work {
     DevResult *result() const { return reinterpret_cast<DevResult *>(base); }
     uint32_t *hist() const { return at32(l.hist); }
     uint32_t *sel() const { return at32(l.sel); }
+    uint32_t *cand() const { return at32(l.cand); }
     uint32_t *cnt(int s) const { return at32(l.cnt[s]); }
     uint64_t *cnt_off(int s) const { return at64(l.cnt_off[s]); }
     uint32_t *a32() const { return at32(l.a32); }
@@ -197,12 +203,32 @@ struct Work {
 
 // ---------------------------------------------------------------- selection
 
-// Element i's histogram bin in pass p, or -1 when its higher bits are not
-// the prefix chosen so far.
+// The elements a selection step reads: all of the chunk, or the
+// candidates (indices, in index order) the first pass left.
 template <typename U>
-TERSE_HD inline int bin_of(const U *x, size_t i, int pass, unsigned long long prefix) {
+struct AllSource {
+    const U *x;
+    size_t n;
+    TERSE_HD size_t size(const DevResult *) const { return n; }
+    TERSE_HD uint64_t key(size_t c) const { return key_of(x, c); }
+    TERSE_HD uint32_t index(size_t c) const { return static_cast<uint32_t>(c); }
+};
+template <typename U>
+struct CandSource {
+    const U *x;
+    const uint32_t *cand;
+    TERSE_HD size_t size(const DevResult *r) const {
+        return r->nonfinite ? 0 : static_cast<size_t>(r->total[kScanCands]);
+    }
+    TERSE_HD uint64_t key(size_t c) const { return key_of(x, cand[c]); }
+    TERSE_HD uint32_t index(size_t c) const { return cand[c]; }
+};
+
+// A key's histogram bin in pass p, or -1 when its higher bits are not the
+// prefix chosen so far.
+template <typename U>
+TERSE_HD inline int bin_of(uint64_t key, int pass, unsigned long long prefix) {
     const Digit d = digit_of<U>(pass);
-    const uint64_t key = key_of(x, i);
     const int above = d.shift + d.bits;
     if (above < 64 && (key >> above) != prefix) return -1;
     return static_cast<int>((key >> d.shift) & ((uint64_t{1} << d.bits) - 1));
@@ -222,25 +248,41 @@ TERSE_HD inline bool crossing(unsigned long long above, uint32_t h, unsigned lon
     return above < rank && above + h >= rank;
 }
 
-// Element i's place among the kept, or -1: above / equal are the keys
-// above t and equal to t before it (in index order).
-template <typename U>
-TERSE_HD inline long long place_of(const U *x, size_t i, unsigned long long t, unsigned long long ties,
-                                   unsigned long long above, unsigned long long equal) {
-    const uint64_t key = key_of(x, i);
-    if (key > t) return static_cast<long long>(above + (equal < ties ? equal : ties));
-    if (key == t && equal < ties) return static_cast<long long>(above + equal);
-    return -1;
-}
+// The rules of the two compactions (both in index order, by per-tile
+// counts and their scans): what an element adds to its tile's counts, as
+// a packed pair (first count in the high 32 bits: a tile's counts fit 32
+// bits each), and its place, or -1 when it is left out.
+//
+// Candidates: after the first pass, the keys at or above the chosen top
+// bin's smallest key: the ones above it (all kept) and the bin's own.
+struct CandRule {
+    unsigned long long lo;
+    template <typename U>
+    TERSE_HD static CandRule of(const DevResult *r) {
+        return CandRule{r->prefix << digit_of<U>(0).shift};
+    }
+    TERSE_HD unsigned long long pair(uint64_t key) const { return key >= lo ? (1ull << 32) : 0ull; }
+    TERSE_HD long long place(uint64_t key, unsigned long long above, unsigned long long) const {
+        return key >= lo ? static_cast<long long>(above) : -1;
+    }
+};
 
-// Element i as the (above, equal) pair of counts it adds, packed: above in
-// the high 32 bits (a tile's counts fit 32 bits each).
-template <typename U>
-TERSE_HD inline unsigned long long count_pair(const U *x, size_t i, size_t n, unsigned long long t) {
-    if (i >= n) return 0;
-    const uint64_t key = key_of(x, i);
-    return key > t ? (1ull << 32) : (key == t ? 1ull : 0ull);
-}
+// Kept: the keys above t, and the first `ties` keys equal to t.
+struct KeepRule {
+    unsigned long long t, ties;
+    template <typename U>
+    TERSE_HD static KeepRule of(const DevResult *r) {
+        return KeepRule{r->prefix, r->rank};
+    }
+    TERSE_HD unsigned long long pair(uint64_t key) const {
+        return key > t ? (1ull << 32) : (key == t ? 1ull : 0ull);
+    }
+    TERSE_HD long long place(uint64_t key, unsigned long long above, unsigned long long equal) const {
+        if (key > t) return static_cast<long long>(above + (equal < ties ? equal : ties));
+        if (key == t && equal < ties) return static_cast<long long>(above + equal);
+        return -1;
+    }
+};
 
 // ---------------------------------------------------------------- index coding
 

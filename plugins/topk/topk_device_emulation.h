@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace terse_topk {
 namespace dev {
@@ -31,49 +32,22 @@ public:
         return true;
     }
 
+    // Pass 0 over the chunk; the candidates (keys at or above the chosen
+    // bin) compacted in index order; the later passes and the final
+    // compaction over the candidates only.
     template <typename U>
     void select(const U *x, size_t n, size_t k, terse_dtype_t dt) {
         const uint64_t inf = inf_key_of<U>(dt);
         r()->rank = k;
-        for (int pass = 0; pass < select_passes<U>(); pass++) {
-            uint32_t *h = w_.hist();
-            for (size_t i = 0; i < n; i++) {
-                if (pass == 0 && key_of(x, i) >= inf) flag_set(&r()->nonfinite);
-                const int b = bin_of(x, i, pass, r()->prefix);
-                if (b >= 0) h[b]++;
-            }
-            const Digit d = digit_of<U>(pass);
-            unsigned long long above = 0;
-            for (size_t b = (size_t{1} << d.bits); b-- > 0;) {
-                if (crossing(above, h[b], r()->rank)) {
-                    take_digit(r(), d.bits, static_cast<uint32_t>(b), above);
-                    break;
-                }
-                above += h[b];
-            }
-            for (size_t b = 0; b < kBins; b++) h[b] = 0;
-        }
-        const unsigned long long t = r()->prefix, ties = r()->rank;
-        // Tiles' counts, their scans, then each tile's places in rounds of kTileThreads.
-        const size_t tiles = tiles_of(n);
-        for (size_t tile = 0; tile < tiles; tile++) {
-            unsigned long long s = 0;
-            for (size_t i = tile * kTile; i < (tile + 1) * kTile; i++) s += count_pair(x, i, n, t);
-            w_.cnt(0)[tile] = static_cast<uint32_t>(s >> 32);
-            w_.cnt(1)[tile] = static_cast<uint32_t>(s);
-        }
-        r()->total[kScanAbove] = terse_codec::scan_sizes_host(w_.cnt(0), tiles, w_.cnt_off(0));
-        r()->total[kScanEqual] = terse_codec::scan_sizes_host(w_.cnt(1), tiles, w_.cnt_off(1));
-        for (size_t tile = 0; tile < tiles; tile++) {
-            unsigned long long above = w_.cnt_off(0)[tile], equal = w_.cnt_off(1)[tile];
-            for (size_t i = tile * kTile; i < (tile + 1) * kTile && i < n; i++) {
-                const long long at = place_of(x, i, t, ties, above, equal);
-                if (at >= 0) w_.sel()[at] = static_cast<uint32_t>(i);
-                const unsigned long long c = count_pair(x, i, n, t);
-                above += c >> 32;
-                equal += c & 0xffffffffull;
-            }
-        }
+        const AllSource<U> all{x, n};
+        for (size_t i = 0; i < n; i++)
+            if (all.key(i) >= inf) flag_set(&r()->nonfinite);
+        histogram_pass(all, 0);
+        if (r()->nonfinite) return;  // raw: the kernels stop alike
+        compact(all, CandRule::of<U>(r()), w_.cand(), kScanCands);
+        const CandSource<U> cands{x, w_.cand()};
+        for (int pass = 1; pass < select_passes<U>(); pass++) histogram_pass(cands, pass);
+        compact(cands, KeepRule::of<U>(r()), w_.sel(), kScanAbove);
     }
 
     void code_sizes(size_t k) {
@@ -137,6 +111,55 @@ public:
 
 private:
     DevResult *r() const { return w_.result(); }
+
+    // One radix pass: the histogram (the kernels' atomic counts), then the
+    // crossing bin from the top (the pick kernel's block scan).
+    template <typename Src>
+    void histogram_pass(const Src &src, int pass) {
+        using U = std::remove_const_t<std::remove_pointer_t<decltype(src.x)>>;
+        uint32_t *h = w_.hist();
+        const size_t m = src.size(r());
+        for (size_t c = 0; c < m; c++) {
+            const int b = bin_of<U>(src.key(c), pass, r()->prefix);
+            if (b >= 0) h[b]++;
+        }
+        const Digit d = digit_of<U>(pass);
+        const unsigned long long rank = r()->rank;  // read before the crossing bin's thread writes it
+        unsigned long long above = 0;
+        for (size_t b = kBins; b-- > 0;) {
+            if (crossing(above, h[b], rank)) take_digit(r(), d.bits, static_cast<uint32_t>(b), above);
+            above += h[b];
+        }
+        for (size_t b = 0; b < kBins; b++) h[b] = 0;
+    }
+
+    // A compaction in index order: the tiles' counts, their scans (the
+    // first count's total into slot `slot`), each kept element's index at
+    // its place.
+    template <typename Src, typename Rule>
+    void compact(const Src &src, const Rule &rule, uint32_t *out, int slot) {
+        const size_t m = src.size(r()), tiles = tiles_of(m);
+        for (size_t tile = 0; tile < tiles; tile++) {
+            unsigned long long sum = 0;
+            for (size_t c = tile * kTile; c < (tile + 1) * kTile && c < m; c++) sum += rule.pair(src.key(c));
+            w_.cnt(0)[tile] = static_cast<uint32_t>(sum >> 32);
+            w_.cnt(1)[tile] = static_cast<uint32_t>(sum);
+        }
+        r()->total[slot] = terse_codec::scan_sizes_host(w_.cnt(0), tiles, w_.cnt_off(0));
+        r()->total[kScanEqual] = terse_codec::scan_sizes_host(w_.cnt(1), tiles, w_.cnt_off(1));
+        for (size_t tile = 0; tile < tiles; tile++) {
+            unsigned long long above = w_.cnt_off(0)[tile], equal = w_.cnt_off(1)[tile];
+            for (size_t c = tile * kTile; c < (tile + 1) * kTile && c < m; c++) {
+                const uint64_t key = src.key(c);
+                const long long at = rule.place(key, above, equal);
+                if (at >= 0) out[at] = src.index(c);
+                const unsigned long long p = rule.pair(key);
+                above += p >> 32;
+                equal += p & 0xffffffffull;
+            }
+        }
+    }
+
     Work w_;
 };
 
