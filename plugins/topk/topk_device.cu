@@ -27,6 +27,7 @@ namespace dev {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr unsigned kFull = 0xffffffffu;
 constexpr unsigned kMaxGrid = 4096;
 constexpr int kPickThreads = 1024;  // 4 bins each
 static_assert(kPickThreads * 4 == kBins, "the pick kernel covers the bins");
@@ -56,12 +57,21 @@ __global__ void k_hist(Src src, int pass, uint64_t inf, DevResult *r, uint32_t *
     __syncthreads();
     const unsigned long long prefix = r->prefix;
     const size_t m = src.size(r);
+    const int lane = static_cast<int>(threadIdx.x & 31);
     int nonfinite = 0;
-    for (size_t c = thread_index(); c < m; c += grid_stride()) {
-        const uint64_t key = src.key(c);
-        if (pass == 0) nonfinite |= key >= inf;
-        const int b = bin_of<U>(key, pass, prefix);
-        if (b >= 0) atomicAdd(&sh[b], 1u);
+    // Whole warps step together, so that lanes of the same bin add once
+    // (gradients crowd into few bins; a shared atomic per lane would queue).
+    for (size_t base = thread_index() - static_cast<size_t>(lane); base < m; base += grid_stride()) {
+        const size_t c = base + static_cast<size_t>(lane);
+        int b = -1;
+        if (c < m) {
+            const uint64_t key = src.key(c);
+            if (pass == 0) nonfinite |= key >= inf;
+            b = bin_of<U>(key, pass, prefix);
+        }
+        const unsigned peers = __match_any_sync(kFull, b);
+        if (b >= 0 && lane == __ffs(static_cast<int>(peers)) - 1)
+            atomicAdd(&sh[b], static_cast<uint32_t>(__popc(peers)));
     }
     if (__syncthreads_or(nonfinite) && threadIdx.x == 0) flag_set(&r->nonfinite);
     for (size_t b = threadIdx.x; b < kBins; b += blockDim.x)
