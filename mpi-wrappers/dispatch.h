@@ -34,6 +34,7 @@
 #include "engine/coll_args.h"
 #include "runtime/collective.h"
 #include "runtime/comm_state.h"
+#include "runtime/device_codecs.h"
 #include "runtime/nonblocking.h"
 #include "runtime/pass_through.h"
 #include "stage_layout.h"
@@ -69,7 +70,9 @@ inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
 // call: before the completion call that completes it returns).  A
 // CUDA-aware MPI library (device::mpi_reads_device_memory(), found at
 // MPI_Init) gets the device buffers of the calls it serves as they are;
-// the engine always gets host copies.  The memory kind is this rank's own
+// the engine gets host copies, except for the blocking allreduces the
+// device codec path serves (runtime/device_codecs.h), whose codec runs on
+// the device buffers.  The memory kind is this rank's own
 // (MPI does not require it to match), so it never changes the route, only
 // which buffers the route's library is handed.
 
@@ -268,7 +271,17 @@ int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *cal
         std::unique_ptr<device::StagedCall> none;
         return engine(st, choice, a, m, &none);
     }
-    // The engine's codecs run on the host: it always gets host copies.
+    // A blocking allreduce the device codec path serves runs on the device
+    // buffers themselves, only its payloads crossing to the host
+    // (runtime/device_codecs.h); every other call gets host copies.
+    if (!nonblocking && !choice.probe_mpi) {
+        if (st->nb) nb_drain(st);
+        bool served = false;
+        const Status ds = device_codecs_run(st, a, choice, &served);
+        if (served) return mpi_code(comm, ds, call);
+    } else if (nonblocking) {
+        device_codecs_note_whole("a non-blocking call");
+    }
     auto sc = std::make_unique<device::StagedCall>();
     rc = stage_in(comm, call, m, sc.get());
     if (rc != MPI_SUCCESS) return rc;

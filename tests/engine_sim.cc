@@ -418,6 +418,7 @@ std::vector<RankResult> World::run(const RunSpec &spec, const std::vector<std::v
         env.link = links[r].get();
         env.control = controls[r].get();
         env.set_comm_name("sim");
+        env.device = size_t(r) < spec.device.size() ? spec.device[size_t(r)] : nullptr;
         if (r == spec.inject_rank && terse_engine_test_fail_next(spec.inject) != 0) {
             res[r].status = TERSE_ERR_INVALID;
             res[r].message = std::string("unknown injection ") + spec.inject;

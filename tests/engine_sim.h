@@ -319,6 +319,9 @@ struct RunSpec {
     // inject_rank's operation starts (so that rank's takes it).
     int inject_rank = -1;
     const char *inject = nullptr;
+    // Per rank, the port of a rank whose buffers are "device" memory
+    // (engine/device_port.h; tests/sim_device_port.h), or null.
+    std::vector<DevicePort *> device;
 };
 
 struct RankResult {

@@ -7,7 +7,10 @@
 # codec and with quantize:bits=8 (and then a 1 MiB allreduce timed on host
 # and device buffers: tests/gpu/device-mpi-check.sh runs the same program
 # on a real GPU), checking the TERSE_STATS process line
-# counts every staged call and byte.  Skipped (77) in a build without CUDA.
+# counts every staged call and byte.  TERSE_DEVICE_CODECS=0: every call is
+# staged whole, the path under test here (quantize's CUDA kernels need a
+# real GPU; the device codec path is test_device_engine.sh's).  Skipped (77)
+# in a build without CUDA.
 . "${srcdir:-.}/mpirun_helpers.sh"
 set -u
 if [ ! -e fake_cuda/.libs/libcuda.so.1 ] || [ ! -x ./test_device_staging_mpi ]; then
@@ -35,7 +38,7 @@ for np in 2 3; do
         set -- $mode
         prog_mode=$1 codec=$2 thread=${3:-}
         echo "== np=$np $prog_mode ($codec) $thread"
-        if ! TERSE_CODEC=$codec TERSE_MIN_BYTES=4096 TERSE_FEEDBACK=off TERSE_STATS=1 TERSE_LOG=debug \
+        if ! TERSE_DEVICE_CODECS=0 TERSE_CODEC=$codec TERSE_MIN_BYTES=4096 TERSE_FEEDBACK=off TERSE_STATS=1 TERSE_LOG=debug \
             run_np "$np" ./test_device_staging_mpi "$prog_mode" $thread >"$out" 2>&1; then
             tail -30 "$out"
             failed="$failed np=$np/$prog_mode$thread"

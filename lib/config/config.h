@@ -109,6 +109,7 @@ struct GlobalConfig {
     std::string capture_prefix;      // TERSE_CAPTURE
     unsigned capture_interval = 1;   // TERSE_CAPTURE_INTERVAL
     std::string node_key;            // TERSE_NODE_KEY: this rank's node; empty = shared memory decides
+    int device_codecs = 1;           // TERSE_DEVICE_CODECS: 1 codecs run on device buffers, 0 staged whole
 };
 
 // One key of CommConfig as a config file spells it ("codec", "min_bytes"...).

@@ -42,7 +42,10 @@ bool resolve_staging(void *lib, Loaded *l) {
            resolve(lib, "cuEventCreate", &d.event_create, l) &&
            resolve(lib, "cuEventDestroy_v2", &d.event_destroy, l) &&
            resolve(lib, "cuEventRecord", &d.event_record, l) &&
-           resolve(lib, "cuEventSynchronize", &d.event_synchronize, l);
+           resolve(lib, "cuEventSynchronize", &d.event_synchronize, l) &&
+           resolve(lib, "cuMemAlloc_v2", &d.mem_alloc, l) && resolve(lib, "cuMemFree_v2", &d.mem_free, l) &&
+           resolve(lib, "cuEventQuery", &d.event_query, l) &&
+           resolve(lib, "cuStreamWaitEvent", &d.stream_wait_event, l);
 }
 
 void load(Loaded *l) {

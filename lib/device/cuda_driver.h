@@ -45,6 +45,13 @@ struct CudaDriver {
     decltype(&cuEventDestroy) event_destroy = nullptr;
     decltype(&cuEventRecord) event_record = nullptr;
     decltype(&cuEventSynchronize) event_synchronize = nullptr;
+    // Device codecs on a communicator's lane (device/device_lane.h): device
+    // scratch, an event polled without blocking, and one stream waiting
+    // for another's work without the host waiting.
+    decltype(&cuMemAlloc) mem_alloc = nullptr;
+    decltype(&cuMemFree) mem_free = nullptr;
+    decltype(&cuEventQuery) event_query = nullptr;
+    decltype(&cuStreamWaitEvent) stream_wait_event = nullptr;
     int version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor
 };
 

@@ -12,6 +12,21 @@ Status cuda_error(const CudaDriver &d, CUresult rc, const char *what) {
     return set_error(s, "terse: %s: %s (CUresult %d)", what, cuda_result_string(d, rc), int(rc));
 }
 
+Status buffer_context(const CudaDriver &d, const void *p, CUcontext *ctx) {
+    CUpointer_attribute attr[] = {CU_POINTER_ATTRIBUTE_CONTEXT};
+    CUcontext c = nullptr;
+    void *data[] = {&c};
+    const CUresult rc = d.pointer_get_attributes(1, attr, data, CUdeviceptr(p));
+    if (rc != CUDA_SUCCESS) return cuda_error(d, rc, "asking the CUDA context of a device buffer");
+    if (!c)
+        return set_error(TERSE_ERR_UNSUPPORTED,
+                         "terse: device buffer %p has no CUDA context (a buffer of several devices?): terse "
+                         "stages only buffers of one context",
+                         p);
+    *ctx = c;
+    return TERSE_OK;
+}
+
 namespace {
 
 // A release inside ctx; false when ctx cannot be made current (destroyed
@@ -69,11 +84,36 @@ void PinnedHostBuffer::reset() {
     size_ = 0;
 }
 
+Status DeviceBuffer::allocate(const CudaDriver &d, CUcontext ctx, size_t bytes) {
+    reset();
+    ContextScope scope(d, ctx);
+    if (scope.status() != TERSE_OK) return scope.status();
+    CUdeviceptr p = 0;
+    const CUresult rc = d.mem_alloc(&p, bytes);
+    if (rc != CUDA_SUCCESS) return cuda_error(d, rc, "allocating device scratch for a device codec");
+    d_ = &d, ctx_ = ctx, p_ = p, size_ = bytes;
+    return TERSE_OK;
+}
+
+void DeviceBuffer::reset() {
+    if (!p_) return;
+    release_in(*d_, ctx_, "device memory", [&] { return d_->mem_free(p_); });
+    p_ = 0;
+    size_ = 0;
+}
+
 Status CudaStream::create(const CudaDriver &d, CUcontext ctx) {
     reset();
     ContextScope scope(d, ctx);
     if (scope.status() != TERSE_OK) return scope.status();
-    const CUresult rc = d.stream_create(&s_, CU_STREAM_NON_BLOCKING);
+    // A blocking stream (flags 0), not CU_STREAM_NON_BLOCKING: the
+    // application filled its buffer on the legacy default stream, and a
+    // cuMemcpyHtoD from pageable memory returns before its DMA has landed
+    // (seen on an H200: staged inputs read stale bytes).  A blocking stream
+    // waits for the legacy stream's work, as the application expects of a
+    // call that reads its buffer; work on its own streams it must finish
+    // first, as with any CUDA-aware MPI.
+    const CUresult rc = d.stream_create(&s_, 0);
     if (rc != CUDA_SUCCESS) {
         s_ = nullptr;
         return cuda_error(d, rc, "creating a CUDA stream for staging");

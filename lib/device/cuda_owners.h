@@ -64,6 +64,26 @@ private:
     size_t size_ = 0;
 };
 
+// Device memory (cuMemAlloc) of ctx: a lane's scratch.
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    ~DeviceBuffer() { reset(); }
+    DeviceBuffer(const DeviceBuffer &) = delete;
+    DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+    Status allocate(const CudaDriver &d, CUcontext ctx, size_t bytes);
+    void reset();
+    void *data() const { return reinterpret_cast<void *>(p_); }
+    size_t size() const { return size_; }
+
+private:
+    const CudaDriver *d_ = nullptr;
+    CUcontext ctx_ = nullptr;
+    CUdeviceptr p_ = 0;
+    size_t size_ = 0;
+};
+
 class CudaStream {
 public:
     CudaStream() = default;
@@ -71,8 +91,9 @@ public:
     CudaStream(const CudaStream &) = delete;
     CudaStream &operator=(const CudaStream &) = delete;
 
-    // A non-blocking stream of ctx: it never waits for the legacy default
-    // stream, on which the application may run its own kernels.
+    // A blocking stream of ctx (flags 0): its work waits for the legacy
+    // default stream's, where the application filled its buffers (see
+    // cuda_owners.cc).
     Status create(const CudaDriver &d, CUcontext ctx);
     void reset();
     CUstream get() const { return s_; }
@@ -100,6 +121,10 @@ private:
     CUcontext ctx_ = nullptr;
     CUevent e_ = nullptr;
 };
+
+// The context a device buffer belongs to (CU_POINTER_ATTRIBUTE_CONTEXT):
+// what staging and device codecs make current to reach it.
+Status buffer_context(const CudaDriver &d, const void *p, CUcontext *ctx);
 
 // set_error() for a failed driver call: "terse: <what>: <the driver's
 // words>"; TERSE_ERR_NO_MEMORY when the driver ran out of memory, else

@@ -36,21 +36,6 @@ struct StagedBuffer {
 
 namespace {
 
-Status buffer_context(const CudaDriver &d, const void *p, CUcontext *ctx) {
-    CUpointer_attribute attr[] = {CU_POINTER_ATTRIBUTE_CONTEXT};
-    CUcontext c = nullptr;
-    void *data[] = {&c};
-    const CUresult rc = d.pointer_get_attributes(1, attr, data, CUdeviceptr(p));
-    if (rc != CUDA_SUCCESS) return cuda_error(d, rc, "asking the CUDA context of a device buffer");
-    if (!c)
-        return set_error(TERSE_ERR_UNSUPPORTED,
-                         "terse: device buffer %p has no CUDA context (a buffer of several devices?): terse "
-                         "stages only buffers of one context",
-                         p);
-    *ctx = c;
-    return TERSE_OK;
-}
-
 // Stages r when it is in device memory: *out holds its host copy (and
 // *ptr the pointer the library gets), else both are left alone.
 Status stage(const StageRegion &r, std::unique_ptr<StagedBuffer> *out, const void **ptr) {

@@ -146,8 +146,8 @@ void OpDeleter::operator()(Operation *op) const {
     else delete memory;
 }
 
-Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
-                    OpHandle *out) {
+namespace {
+Plan untuned_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args) {
     const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
     size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
     Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
@@ -158,15 +158,34 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
         flat.algorithm = Algorithm::Auto;
         plan = plan_collective(flat, env.size, args, desc, max_chunk);
     }
-    return engine_start_plan(env, args, plan, prio, out);
+    return plan;
 }
+}  // namespace
 
-Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen, Priority prio,
-                         OpHandle *out) {
+Plan engine_tuned_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen) {
     // A tuning file's entry overrides whatever chose the plan (terse(7)).
     Plan plan = chosen;
     if (env.tuned)
         plan_apply_tuning(*env.tuned, env, args, env.codec ? env.codec->setup().max_chunk_count : 0, &plan);
+    return plan;
+}
+
+Plan engine_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args) {
+    return engine_tuned_plan(env, args, untuned_plan(env, cfg, args));
+}
+
+Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
+                    OpHandle *out) {
+    return engine_start_plan(env, args, untuned_plan(env, cfg, args), prio, out);
+}
+
+Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen, Priority prio,
+                         OpHandle *out) {
+    const Plan plan = engine_tuned_plan(env, args, chosen);
+    if (env.device && (plan.schedule != Schedule::Ring || args.kind != CollKind::Allreduce))
+        return set_error(TERSE_ERR_INVALID,
+                         "terse: a device codec call was planned on the %s schedule, which runs on host memory",
+                         schedule_name(plan.schedule));
     OpMemory *mem = env.memory ? env.memory->acquire() : new (std::nothrow) OpMemory();
     if (!mem) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory creating an operation");
     if (plan.schedule == Schedule::TwoLevel) {

@@ -74,6 +74,7 @@
 namespace terse {
 
 class CodecInstance;  // codec/registry.h
+class DevicePort;     // engine/device_port.h
 class FeedbackStore;  // engine/error_feedback.h
 struct GuardState;    // engine/guard.h
 struct TuneEntry;     // config/tune_file.h
@@ -135,6 +136,11 @@ struct EngineEnv {
     // Set where the communicator's configuration asks for two_level and the
     // operation may run it (not a non-blocking call); null: flat schedules.
     const TwoLevelEnv *two_level = nullptr;
+    // Set for an allreduce on device buffers that the runtime gives the
+    // device codec path (runtime/device_codecs.h): the ring schedule with a
+    // summable codec, encoding and decoding on the device through this
+    // port.  Null: the buffers are host memory.
+    DevicePort *device = nullptr;
     // When set, a finished operation writes here what it measured, agreed
     // across ranks (its closing agreement carries it): the planner's input.
     Observation *observed = nullptr;
@@ -192,6 +198,13 @@ using OpHandle = std::unique_ptr<Operation, OpDeleter>;
 // this call.
 Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
                     OpHandle *op);
+// The plan engine_start() would run args with (the planner's, a tuning
+// file's entry applied): what the runtime asks before it gives a call on
+// device buffers the device codec path, which only the ring serves.
+Plan engine_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args);
+// A plan chosen elsewhere (the model planner) with the tuning file's entry
+// applied, as engine_start_plan() runs it.
+Plan engine_tuned_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen);
 // The same with a plan the caller made (the model planner, planner.h).
 Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &plan, Priority prio,
                          OpHandle *op);

@@ -31,6 +31,7 @@ OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan, std
         identity_ = true;
     }
     input_ = args_.sendbuf;
+    dev_ = env_.device;
     t_start_ = now_seconds();
 }
 
@@ -172,6 +173,15 @@ Status OpBase::start_stats_agreement() {
         double t0 = now_seconds();
         for (const ChunkRef &c : chunks) {
             if (!c.mine || poisoned_) continue;
+            if (dev_) {
+                // The device instance, on the device buffer; the doubles
+                // come back to the host for the agreement.
+                const size_t nout = agreed_off_[c.g + 1] - agreed_off_[c.g];
+                Status ds = dev_->stats(elem(input_, c.off), c.n, &agreed_[agreed_off_[c.g]], nout,
+                                        codec_stats_seed(env_.seq, c.g));
+                if (ds != TERSE_OK) fail_local(ds, last_error());
+                continue;
+            }
             terse_codec_call_t call{};
             call.struct_size = sizeof call;
             call.seed = codec_stats_seed(env_.seq, c.g);
@@ -194,6 +204,10 @@ Status OpBase::start_stats_agreement() {
 void OpBase::apply_agreement() {
     double flag = agreed_.back();
     if (flag > 0 && !poisoned_) fail_remote(uint32_t(flag) - 1);
+    if (dev_ && !poisoned_) {
+        Status s = dev_->put_agreed(agreed_.data(), agreed_.size());
+        if (s != TERSE_OK) fail_local(s, last_error());
+    }
 }
 
 Status OpBase::progress(bool *done) {

@@ -6,6 +6,7 @@
 
 #include "engine/chunk_plan.h"
 #include "config/config.h"
+#include "engine/device_port.h"
 #include "engine/engine.h"
 #include "codec/frame.h"
 #include "engine/link_agreement.h"
@@ -89,9 +90,11 @@ public:
     std::pmr::memory_resource *memory() const { return mem_; }
 
     Status progress(bool *done) final;
+    // A device codec's copy in flight wakes nothing terse can sleep on
+    // either (device_wait_: the body found none of its pending work ready).
     bool waits_on_control() const final {
         return stage_ == Stage::Agree || stage_ == Stage::Check ||
-               (stage_ == Stage::Close && !env_.close_on_link);
+               (stage_ == Stage::Close && !env_.close_on_link) || (stage_ == Stage::Body && device_wait_);
     }
 
     // Send accounting (the ring stream calls it for every frame it sends).
@@ -169,6 +172,8 @@ protected:
     bool decode_frame(const FrameInfo &fi, size_t g, void *dst, size_t n, bool accumulate);
     bool is_raw(const FrameInfo &fi) const { return fi.flags & FRAME_RAW; }
     terse_codec_call_t call_for(size_t g) const;
+    // Where chunk g's agreed statistics start among all of them (summable).
+    size_t agreed_at(size_t g) const { return g + 1 < agreed_off_.size() ? agreed_off_[g] : 0; }
 
     // ---- failures
     void fail_remote(uint32_t origin);
@@ -214,6 +219,9 @@ protected:
     terse_reduce_mode_t mode_ = TERSE_REDUCE_RECOMPRESS;
     size_t frame_cap_ = 0;         // bytes of every pool buffer
     const void *input_ = nullptr;  // own contribution: sendbuf, or its feedback-adjusted copy
+    // Device buffers (EngineEnv::device): the codec runs through this port.
+    DevicePort *dev_ = nullptr;
+    bool device_wait_ = false;  // the last body() waited for the device
 
     FramePool pool_;
     ScratchBuffer scratch_a_, scratch_b_, scratch_frame_;

@@ -319,8 +319,19 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
 void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds) {
     const double m = cost_pmpi(in_, kind, double(bytes));
     if (!(m > 0) || !(seconds > 0)) return;
-    const double sample = clamp_correction(seconds / m);
+    double sample = clamp_correction(seconds / m);
     Class &c = class_of(kind, bytes, eligible);
+    if (c.held_mpi < 0) {
+        const double prior = c.measured[0] >= 0 ? c.measured[0] : correction_[0];
+        if (sample > kConfirmAbove * prior) {
+            c.held_mpi = sample;
+            c.next_probe = c.calls + 1;
+            return;
+        }
+    } else {
+        sample = std::min(sample, c.held_mpi);
+        c.held_mpi = -1;
+    }
     c.measured[0] = clamp_correction(blend(c.measured[0], sample, c.measured[0] < 0));
     correction_[0] = clamp_correction(blend(correction_[0], sample, false));
 }

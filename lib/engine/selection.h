@@ -89,6 +89,7 @@ public:
     static constexpr uint64_t kProbeEvery = 8;     // a class re-measures MPI 8 calls after a change,
     static constexpr uint64_t kProbeMax = 256;     // then at gaps doubling up to 256 calls
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
+    static constexpr double kConfirmAbove = 2.0;   // an MPI probe this much slower waits for a second
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -131,7 +132,12 @@ public:
     // A call's time on this rank's clock, for statistics only.
     void note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
     // The MPI library's time for a probed call (choose()'s probe_mpi), MAX
-    // over ranks, so every rank updates the same estimate.
+    // over ranks, so every rank updates the same estimate.  A probe more
+    // than kConfirmAbove times slower than the estimate is held back and
+    // the class's next call probes again; the faster of the two counts.
+    // One preempted call (seen: a 32 us allreduce timed at 103 us) must
+    // not move a class off the MPI library, while a slowdown that lasts
+    // still moves it one call later.
     void observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
 
     // A size class whose choice is fixed (a tuning source): the model is
@@ -157,6 +163,7 @@ private:
         uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
         double local_seconds = 0;                                    // sum over calls, this rank's clock
         std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
+        double held_mpi = -1;          // a slow MPI probe awaiting its second (observe_mpi), < 0 none
     };
     Class &class_of(CollKind kind, size_t bytes, uint32_t eligible);
     const Class *find_class(CollKind kind, size_t bytes, uint32_t eligible) const;

@@ -148,8 +148,29 @@ void collective_env(CommState *st, CodecInstance *codec, Control *control, Engin
     env->set_comm_name(st->name);
 }
 
+Status collective_plan(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Plan *plan) {
+    CodecInstance *ci = nullptr;
+    Status s = comm_state_codec(st, choice.slot, args.dtype, &ci);
+    if (s != TERSE_OK) return s;
+    EngineEnv env;
+    env.rank = st->rank;
+    env.size = st->size;
+    env.codec = ci;
+    env.tuned = choice.model ? nullptr : comm_state_tuned(st, args.kind, call_bytes(st, args));
+    env.two_level = st->node_layout ? st->node_layout->env() : nullptr;
+    if (!choice.model) {
+        *plan = engine_plan(env, st->config, args);
+        return TERSE_OK;
+    }
+    *plan = engine_tuned_plan(env, args,
+                              plan_schedule(st->config, st->selector->inputs().link, st->size, args,
+                                            ci->setup().max_chunk_count, choice.option.schedule));
+    return TERSE_OK;
+}
+
 Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,
-                        OpHandle *op, Observation *observed, bool nonblocking, Control *control) {
+                        OpHandle *op, Observation *observed, bool nonblocking, Control *control,
+                        DevicePort *device) {
     st->call_index++;
     capture_input(st, args);
     if (!st->ready)
@@ -198,6 +219,7 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     env.two_level = st->node_layout && !nonblocking ? st->node_layout->env() : nullptr;
     env.stats = &st->stats;
     env.stats_kind = collective_stats_kind(args.kind, nonblocking);
+    env.device = device;
     st->stats.count_intercepted(call_bytes(st, args), env.stats_kind);
     if (!choice.model) return engine_start(env, st->config, args, prio, op);
     env.observed = observed;
@@ -207,11 +229,12 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     return engine_start_plan(env, args, plan, prio, op);
 }
 
-Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice) {
+Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice, DevicePort *device) {
     OpHandle op;
     Observation ob;
     const double t0 = choice.model ? now_seconds() : 0;
-    Status s = collective_start(st, args, choice, Priority::Normal, &op, choice.model ? &ob : nullptr);
+    Status s = collective_start(st, args, choice, Priority::Normal, &op, choice.model ? &ob : nullptr, false,
+                                nullptr, device);
     if (s != TERSE_OK) return s;
     s = engine_wait(op.get());
     if (choice.model && s == TERSE_OK) {

@@ -89,11 +89,17 @@ terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking);
 // agreed measurements when it finishes.  A non-blocking call runs its
 // control plane on `control` (the communicator's private one,
 // runtime/nonblocking.h); a blocking one passes nullptr and uses st's.
+// device: the port of a call on device buffers (runtime/device_codecs.h).
 Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,
                         OpHandle *op, Observation *observed = nullptr, bool nonblocking = false,
-                        Control *control = nullptr);
+                        Control *control = nullptr, DevicePort *device = nullptr);
 
 // collective_start + engine_wait, and the planner's bookkeeping.
-Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice);
+Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice,
+                      DevicePort *device = nullptr);
+
+// The plan collective_start() gives a blocking call (no side effects):
+// what the device codec path asks before it takes a call.
+Status collective_plan(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Plan *plan);
 
 }  // namespace terse

@@ -195,6 +195,9 @@ Status prepare_tuning(CommState *st) {
 // fail locally fails here, before the agreement, so that all ranks learn
 // of it together.
 Status prepare_codec(CommState *st) {
+    // The device instances are made for these codecs' parameters: they go
+    // with them (and the lane, made again at the next device call).
+    st->device.reset();
     st->codecs.clear();
     st->lossless_slot = CommState::kNoSlot;
     st->guard = GuardState{};

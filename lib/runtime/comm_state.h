@@ -31,6 +31,7 @@
 #include "engine/op_memory.h"
 #include "engine/ports.h"
 #include "engine/stats.h"
+#include "runtime/device_codecs.h"
 #include "util/status.h"
 
 #include <mpi.h>
@@ -128,6 +129,9 @@ public:
     // Its non-blocking operations, made at the first one
     // (runtime/nonblocking.h); drained before the state goes.
     std::unique_ptr<NbQueue> nb;
+    // Its lane and device instances for calls on device buffers, made at
+    // the first one the device codec path serves (runtime/device_codecs.h).
+    std::unique_ptr<DeviceCodecs, DeviceCodecsDeleter> device;
 
     // Attach to comm: ranks, world ranks, name, then reresolve().
     void bind(MPI_Comm comm);

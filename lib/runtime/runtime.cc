@@ -134,8 +134,9 @@ void print_process_line(int world_rank, size_t floor) {
                  static_cast<unsigned long long>(device::device_calls_passed()),
                  static_cast<unsigned long long>(device::device_calls_staged()),
                  static_cast<unsigned long long>(device::device_bytes_staged()));
-    fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu%s\n", world_rank, floor,
-            static_cast<unsigned long long>(straight_passes()), device);
+    const std::string codecs = device::driver_loaded() ? device_codecs_stats() : std::string();
+    fprintf(stderr, "terse stats: process rank=%d floor=%zu passed_straight=%llu%s%s\n", world_rank, floor,
+            static_cast<unsigned long long>(straight_passes()), device, codecs.c_str());
 }
 
 // The smallest min_bytes any communicator can get from the environment and

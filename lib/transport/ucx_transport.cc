@@ -199,6 +199,7 @@ struct Transport::Impl {
     std::atomic<int> sleeping{0};
     bool eager_only = false;  // terse set RNDV_THRESH=inf
     bool oversubscribed = false;
+    bool reads_cuda = false;  // the context lists UCS_MEMORY_TYPE_CUDA
 
     // Every rank's worker address, gathered once at init: rank r's at
     // addresses[r * address_stride].
@@ -319,6 +320,16 @@ Status Transport::Impl::open(bool thread_multiple) {
                          "TERSE_UCX_TLS)",
                          ucs_status_string(st));
     }
+
+    // Whether this UCX moves CUDA device memory itself (built with CUDA
+    // support: UCS_MEMORY_TYPE_CUDA among the context's memory types).
+    // Debian's is not.
+    ucp_context_attr_t cattr = {};
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(context, &cattr) == UCS_OK)
+        reads_cuda = cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA);
+    TERSE_LOG_DEBUG("transport: this UCX %s CUDA device memory (UCS_MEMORY_TYPE_CUDA)",
+                    reads_cuda ? "reads" : "does not read");
 
     ucp_worker_params_t wparams = {};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -752,6 +763,8 @@ bool Transport::wakeup_enabled() const { return impl_->wakeup.load(std::memory_o
 bool Transport::eager_only() const { return impl_->eager_only; }
 
 bool Transport::cores_oversubscribed() const { return impl_->oversubscribed; }
+
+bool Transport::reads_device_memory() const { return impl_->reads_cuda; }
 
 size_t Transport::endpoint_count() const { return impl_->ep_count.load(std::memory_order_relaxed); }
 

@@ -131,6 +131,9 @@ public:
     // TransportParams said).  Waiters then sleep at once rather than spin
     // first.
     bool cores_oversubscribed() const;
+    // Whether this UCX sends and receives CUDA device memory itself (its
+    // context lists UCS_MEMORY_TYPE_CUDA among its memory types).
+    bool reads_device_memory() const;
 
     // Whether any thread may drive the worker at any time: a MULTI worker,
     // or a SERIALIZED one after share_worker().

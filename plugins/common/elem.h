@@ -43,7 +43,10 @@ struct Elem<float> {
         v = v > FLT_MAX ? FLT_MAX : (v < -FLT_MAX ? -FLT_MAX : v);
         *p = static_cast<float>(v);
     }
-    TERSE_HD static void accumulate(float *p, double v) { *p = static_cast<float>(static_cast<double>(*p) + v); }
+    // put_sum: *p = old + v rounded to the type, old being load(p); split
+    // from accumulate so a kernel can issue its loads ahead of its stores.
+    TERSE_HD static void put_sum(float *p, double old, double v) { *p = static_cast<float>(old + v); }
+    TERSE_HD static void accumulate(float *p, double v) { put_sum(p, load(p), v); }
 };
 
 template <>
@@ -59,7 +62,8 @@ struct Elem<double> {
     TERSE_HD static void store(double *p, double v) {
         *p = v > DBL_MAX ? DBL_MAX : (v < -DBL_MAX ? -DBL_MAX : v);
     }
-    TERSE_HD static void accumulate(double *p, double v) { *p = *p + v; }
+    TERSE_HD static void put_sum(double *p, double old, double v) { *p = old + v; }
+    TERSE_HD static void accumulate(double *p, double v) { put_sum(p, load(p), v); }
 };
 
 template <>
@@ -76,9 +80,10 @@ struct Elem<F16> {
         v = v > kF16Max ? kF16Max : (v < -kF16Max ? -kF16Max : v);
         p->bits = f32_to_f16(static_cast<float>(v));
     }
-    TERSE_HD static void accumulate(F16 *p, double v) {
-        p->bits = f32_to_f16(static_cast<float>(static_cast<double>(f16_to_f32(p->bits)) + v));
+    TERSE_HD static void put_sum(F16 *p, double old, double v) {
+        p->bits = f32_to_f16(static_cast<float>(old + v));
     }
+    TERSE_HD static void accumulate(F16 *p, double v) { put_sum(p, load(p), v); }
 };
 
 template <>
@@ -95,9 +100,10 @@ struct Elem<BF16> {
         v = v > kBF16Max ? kBF16Max : (v < -kBF16Max ? -kBF16Max : v);
         p->bits = f32_to_bf16(static_cast<float>(v));
     }
-    TERSE_HD static void accumulate(BF16 *p, double v) {
-        p->bits = f32_to_bf16(static_cast<float>(static_cast<double>(bf16_to_f32(p->bits)) + v));
+    TERSE_HD static void put_sum(BF16 *p, double old, double v) {
+        p->bits = f32_to_bf16(static_cast<float>(old + v));
     }
+    TERSE_HD static void accumulate(BF16 *p, double v) { put_sum(p, load(p), v); }
 };
 
 inline size_t dtype_bytes(terse_dtype_t dt) {

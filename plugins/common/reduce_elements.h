@@ -67,32 +67,55 @@ TERSE_HD inline int64_t reduce_op<int64_t>(int64_t acc, int64_t in, terse_op_t o
     }
 }
 
-// Element i of the job, its dtype fixed at compile time (the kernels are
-// instantiated per dtype).
+// The storage type of a dtype's elements (16-bit floats as their bits).
+template <terse_dtype_t DT>
+struct ReduceStorage;
+template <>
+struct ReduceStorage<TERSE_DTYPE_FLOAT32> {
+    using type = float;
+};
+template <>
+struct ReduceStorage<TERSE_DTYPE_FLOAT64> {
+    using type = double;
+};
+template <>
+struct ReduceStorage<TERSE_DTYPE_INT32> {
+    using type = int32_t;
+};
+template <>
+struct ReduceStorage<TERSE_DTYPE_INT64> {
+    using type = int64_t;
+};
+template <>
+struct ReduceStorage<TERSE_DTYPE_FLOAT16> {
+    using type = uint16_t;
+};
+template <>
+struct ReduceStorage<TERSE_DTYPE_BFLOAT16> {
+    using type = uint16_t;
+};
+
+// acc op in for one element of the dtype, its dtype fixed at compile time
+// (the kernels are instantiated per dtype).
+template <terse_dtype_t DT>
+TERSE_HD inline typename ReduceStorage<DT>::type reduce_value(typename ReduceStorage<DT>::type acc,
+                                                              typename ReduceStorage<DT>::type in,
+                                                              terse_op_t op) {
+    if constexpr (DT == TERSE_DTYPE_FLOAT16) {
+        return f32_to_f16(reduce_op<float>(f16_to_f32(acc), f16_to_f32(in), op));
+    } else if constexpr (DT == TERSE_DTYPE_BFLOAT16) {
+        return f32_to_bf16(reduce_op<float>(bf16_to_f32(acc), bf16_to_f32(in), op));
+    } else {
+        return reduce_op<typename ReduceStorage<DT>::type>(acc, in, op);
+    }
+}
+
+// Element i of the job.
 template <terse_dtype_t DT>
 TERSE_HD inline void reduce_element_of(const ReduceJob &j, size_t i) {
-    if constexpr (DT == TERSE_DTYPE_FLOAT32) {
-        float *d = static_cast<float *>(j.dst) + i;
-        *d = reduce_op<float>(*d, static_cast<const float *>(j.src)[i], j.op);
-    } else if constexpr (DT == TERSE_DTYPE_FLOAT64) {
-        double *d = static_cast<double *>(j.dst) + i;
-        *d = reduce_op<double>(*d, static_cast<const double *>(j.src)[i], j.op);
-    } else if constexpr (DT == TERSE_DTYPE_INT32) {
-        int32_t *d = static_cast<int32_t *>(j.dst) + i;
-        *d = reduce_op<int32_t>(*d, static_cast<const int32_t *>(j.src)[i], j.op);
-    } else if constexpr (DT == TERSE_DTYPE_INT64) {
-        int64_t *d = static_cast<int64_t *>(j.dst) + i;
-        *d = reduce_op<int64_t>(*d, static_cast<const int64_t *>(j.src)[i], j.op);
-    } else if constexpr (DT == TERSE_DTYPE_FLOAT16) {
-        uint16_t *d = static_cast<uint16_t *>(j.dst) + i;
-        *d = f32_to_f16(
-            reduce_op<float>(f16_to_f32(*d), f16_to_f32(static_cast<const uint16_t *>(j.src)[i]), j.op));
-    } else {
-        static_assert(DT == TERSE_DTYPE_BFLOAT16, "dtype");
-        uint16_t *d = static_cast<uint16_t *>(j.dst) + i;
-        *d = f32_to_bf16(
-            reduce_op<float>(bf16_to_f32(*d), bf16_to_f32(static_cast<const uint16_t *>(j.src)[i]), j.op));
-    }
+    using E = typename ReduceStorage<DT>::type;
+    E *d = static_cast<E *>(j.dst) + i;
+    *d = reduce_value<DT>(*d, static_cast<const E *>(j.src)[i], j.op);
 }
 
 // Whether the dtype has a reduction here (all six of the engine's).

@@ -232,13 +232,19 @@ TERSE_HD inline BlockConsts encode_consts(const EncodeDevJob<T> &j, size_t g) {
     return c;
 }
 
-// Code of element i (< count); *ok false when the element lies outside its block's max.
+// Code of element i (< count) of value v (Elem<T>::load of it, loaded
+// ahead by the caller); *ok false when the element lies outside its block's max.
 template <typename T, int BITS, int ROUND>
-TERSE_HD inline uint32_t encode_code(const EncodeDevJob<T> &j, size_t i, const BlockConsts &c, bool *ok) {
-    const double v = Elem<T>::load(j.x + i);
+TERSE_HD inline uint32_t encode_value(const EncodeDevJob<T> &j, size_t i, double v, const BlockConsts &c,
+                                      bool *ok) {
     *ok = fabs(v) <= c.limit;
     const uint32_t key = terse_codec::hash_key(j.seed, static_cast<uint32_t>(i >> 32));
     return quantize_one<BITS, ROUND>(v, c.inv, key, static_cast<uint32_t>(i));
+}
+
+template <typename T, int BITS, int ROUND>
+TERSE_HD inline uint32_t encode_code(const EncodeDevJob<T> &j, size_t i, const BlockConsts &c, bool *ok) {
+    return encode_value<T, BITS, ROUND>(j, i, Elem<T>::load(j.x + i), c, ok);
 }
 
 // ---------------------------------------------------------------- decode
@@ -266,17 +272,37 @@ TERSE_HD inline double decode_step(const DecodeDevJob<T> &j, size_t g) {
 // Decodes lane `lane` of group g (element 32g + lane, which may lie past
 // count in the last group: then only its padding is checked); false: a code
 // out of range or a non-zero padding code.
+// decode_lane in its three steps, so that a kernel can issue the loads of
+// several groups before their stores: the lane's code (past count: its
+// padding in the planes layout, else 0), the destination's value when
+// accumulating (else 0), then the store and the check.
 template <typename T>
-TERSE_HD inline bool decode_lane(const DecodeDevJob<T> &j, size_t g, int lane, double u) {
+TERSE_HD inline uint32_t decode_lane_code(const DecodeDevJob<T> &j, size_t g, int lane) {
     const bool planes = planes_layout(j.contributors);
+    if (32 * g + static_cast<size_t>(lane) >= j.count && !planes) return 0;
+    return load_code(j.codes, j.count, j.width, planes, g, lane);
+}
+template <typename T>
+TERSE_HD inline T decode_lane_old(const DecodeDevJob<T> &j, size_t g, int lane) {
     const size_t i = 32 * g + static_cast<size_t>(lane);
-    if (i >= j.count) return planes ? load_code(j.codes, j.count, j.width, true, g, lane) == 0 : true;
-    const uint32_t s = load_code(j.codes, j.count, j.width, planes, g, lane);
+    return j.accumulate && i < j.count ? j.dst[i] : T{};
+}
+template <typename T>
+TERSE_HD inline bool decode_lane_put(const DecodeDevJob<T> &j, size_t g, int lane, uint32_t s, const T &old,
+                                     double u) {
+    const size_t i = 32 * g + static_cast<size_t>(lane);
+    if (i >= j.count) return s == 0;
     const uint32_t smax = j.contributors * code_max(j.bits);
     const double v = dequantize_one(s, code_mul(j.bits), j.contributors * zero_code(j.bits), u);
-    if (j.accumulate) Elem<T>::accumulate(j.dst + i, v);
+    if (j.accumulate) Elem<T>::put_sum(j.dst + i, Elem<T>::load(&old), v);
     else Elem<T>::store(j.dst + i, v);
     return s <= smax;
+}
+
+template <typename T>
+TERSE_HD inline bool decode_lane(const DecodeDevJob<T> &j, size_t g, int lane, double u) {
+    const uint32_t s = decode_lane_code(j, g, lane);
+    return decode_lane_put(j, g, lane, s, decode_lane_old(j, g, lane), u);
 }
 
 // ---------------------------------------------------------------- combine

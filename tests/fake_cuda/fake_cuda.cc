@@ -6,9 +6,9 @@
 // library) takes SIGSEGV, so a test that passes shows that nothing but
 // the driver's copies read or wrote device memory.
 //
-// It implements the entry points terse resolves (device/cuda_driver.cc)
-// and the few a test program needs (cuMemAlloc_v2, cuMemFree_v2, the
-// synchronous copies), with the real driver's answers where terse reads
+// It implements the entry points terse resolves (device/cuda_driver.cc:
+// device memory for the device codecs' lanes among them) and the few a
+// test program or test codec needs (the synchronous copies), with the real driver's answers where terse reads
 // them: cuPointerGetAttributes reports device memory, pinned host memory
 // and unknown pointers as the driver does; every call that needs a
 // context fails with CUDA_ERROR_INVALID_CONTEXT when the calling thread
@@ -16,6 +16,15 @@
 // thread copies.  Asynchronous copies run at once, in the caller (a stream
 // in order is then trivially respected); they accept only pinned host
 // memory from cuMemHostAlloc, as staging must use.
+//
+// The legacy default stream, adversarially: a synchronous cuMemcpyHtoD
+// from pageable memory returns before its bytes land (the real driver may
+// return once they are in its own staging buffer), and they land only when
+// something ordered after the legacy stream runs: another synchronous copy,
+// work on a blocking stream (created with flags 0), cuMemFree.  Work on a
+// CU_STREAM_NON_BLOCKING stream does not wait for them and reads the old
+// bytes, as it may on a GPU (seen on an H200: terse's staging read stale
+// inputs until its streams were made blocking).
 //
 // fake_cuda_*() are for the tests: the context to make current, counters.
 #include <cuda.h>
@@ -47,9 +56,20 @@ struct Allocation {
 
 struct Stream {
     int magic = 0x57a3;
+    bool blocking = true;  // orders after the legacy stream (flags 0)
 };
+
+// A pageable cuMemcpyHtoD not landed yet (see the top).
+struct PendingCopy {
+    uintptr_t dev;
+    std::vector<char> bytes;
+};
+// An event recorded answers cuEventQuery with CUDA_ERROR_NOT_READY the
+// first time it is polled after each record, as work still in flight on a
+// real device would, so that the engine's "not yet" paths run here too.
 struct Event {
     int magic = 0xe7e7;
+    std::atomic<int> pending{0};
 };
 
 int g_ctx_object;
@@ -60,7 +80,8 @@ char *g_arena = nullptr;
 size_t g_arena_used = 0;
 std::vector<Allocation> g_allocs;
 unsigned long long g_next_id = 1;
-std::atomic<unsigned long long> g_async_copies{0}, g_live_objects{0};
+std::vector<PendingCopy> g_pending;
+std::atomic<unsigned long long> g_async_copies{0}, g_live_objects{0}, g_not_ready{0};
 thread_local std::vector<CUcontext> t_stack;
 
 size_t page() { return size_t(sysconf(_SC_PAGESIZE)); }
@@ -96,14 +117,35 @@ void arena_copy(void *dst, const void *src, size_t n, uintptr_t dev) {
     mprotect(reinterpret_cast<void *>(lo), hi - lo, PROT_NONE);
 }
 
-CUresult copy(void *dst, const void *src, size_t n, bool to_device, bool async) {
+// The legacy stream's copies land.  Under g_mu.
+void land_pending() {
+    for (PendingCopy &c : g_pending)
+        arena_copy(reinterpret_cast<void *>(c.dev), c.bytes.data(), c.bytes.size(), c.dev);
+    g_pending.clear();
+}
+
+// Work on stream s (nullptr: the legacy stream itself) is ordered after
+// the legacy stream's unless s is non-blocking.  Under g_mu.
+void order_after_legacy(CUstream s) {
+    if (!s || reinterpret_cast<Stream *>(s)->blocking) land_pending();
+}
+
+// s: the stream of an asynchronous copy, nullptr for a synchronous one.
+CUresult copy(void *dst, const void *src, size_t n, bool to_device, CUstream s) {
     if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
     std::lock_guard<std::mutex> lk(g_mu);
     const uintptr_t dev = to_device ? uintptr_t(dst) : uintptr_t(src);
     const uintptr_t host = to_device ? uintptr_t(src) : uintptr_t(dst);
     if (!inside(dev, n, true)) return CUDA_ERROR_INVALID_VALUE;
-    if (async && !inside(host, n, false)) return CUDA_ERROR_INVALID_VALUE;
-    if (async) g_async_copies.fetch_add(1);
+    const bool pinned = inside(host, n, false);
+    if (s && !pinned) return CUDA_ERROR_INVALID_VALUE;
+    if (s) g_async_copies.fetch_add(1);
+    order_after_legacy(s);
+    if (!s && to_device && !pinned) {
+        const char *from = static_cast<const char *>(src);
+        g_pending.push_back(PendingCopy{dev, std::vector<char>(from, from + n)});
+        return CUDA_SUCCESS;
+    }
     arena_copy(dst, src, n, dev);
     return CUDA_SUCCESS;
 }
@@ -114,6 +156,8 @@ extern "C" {
 
 CUcontext fake_cuda_context(void) { return ctx(); }
 unsigned long long fake_cuda_async_copies(void) { return g_async_copies.load(); }
+// cuEventQuery calls answered CUDA_ERROR_NOT_READY.
+unsigned long long fake_cuda_not_ready_answers(void) { return g_not_ready.load(); }
 // Streams, events and pinned buffers not yet released.
 unsigned long long fake_cuda_live_objects(void) { return g_live_objects.load(); }
 
@@ -174,6 +218,7 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     std::lock_guard<std::mutex> lk(g_mu);
     Allocation *a = find(uintptr_t(p));
     if (!a || !a->device || a->start != uintptr_t(p)) return CUDA_ERROR_INVALID_VALUE;
+    land_pending();  // cuMemFree waits for the device
     a->live = false;
     return CUDA_SUCCESS;
 }
@@ -203,23 +248,26 @@ CUresult cuMemFreeHost(void *p) {
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
-    return copy(reinterpret_cast<void *>(dst), src, n, true, false);
+    return copy(reinterpret_cast<void *>(dst), src, n, true, nullptr);
 }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
-    return copy(dst, reinterpret_cast<const void *>(src), n, false, false);
+    return copy(dst, reinterpret_cast<const void *>(src), n, false, nullptr);
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    return copy(reinterpret_cast<void *>(dst), src, n, true, true);
+    return copy(reinterpret_cast<void *>(dst), src, n, true, s);
 }
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    return copy(dst, reinterpret_cast<const void *>(src), n, false, true);
+    return copy(dst, reinterpret_cast<const void *>(src), n, false, s);
 }
 
-CUresult cuStreamCreate(CUstream *s, unsigned int) {
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
-    *s = reinterpret_cast<CUstream>(new Stream);
+    if (flags & ~unsigned(CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+    Stream *st = new Stream;
+    st->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+    *s = reinterpret_cast<CUstream>(st);
     g_live_objects.fetch_add(1);
     return CUDA_SUCCESS;
 }
@@ -229,7 +277,12 @@ CUresult cuStreamDestroy_v2(CUstream s) {
     g_live_objects.fetch_sub(1);
     return CUDA_SUCCESS;
 }
-CUresult cuStreamSynchronize(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuStreamSynchronize(CUstream s) {
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard<std::mutex> lk(g_mu);
+    order_after_legacy(s);
+    return CUDA_SUCCESS;
+}
 
 CUresult cuEventCreate(CUevent *e, unsigned int) {
     if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -245,7 +298,28 @@ CUresult cuEventDestroy_v2(CUevent e) {
 }
 CUresult cuEventRecord(CUevent e, CUstream s) {
     if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
-    return e && s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        order_after_legacy(s);
+    }
+    reinterpret_cast<Event *>(e)->pending.store(1);
+    return CUDA_SUCCESS;
+}
+CUresult cuEventQuery(CUevent e) {
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (reinterpret_cast<Event *>(e)->pending.exchange(0) == 0) return CUDA_SUCCESS;
+    g_not_ready.fetch_add(1);
+    return CUDA_ERROR_NOT_READY;
+}
+// Work runs at once in the caller here, so the wait is already over; the
+// handles are still checked, as the real driver does.
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard<std::mutex> lk(g_mu);
+    order_after_legacy(s);
+    return CUDA_SUCCESS;
 }
 CUresult cuEventSynchronize(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 

@@ -7,7 +7,13 @@
 # on host against device buffers (the staging overhead).  Results are
 # checked against PMPI on host copies (bitwise where lossless, within the
 # codec's bound where not), and the TERSE_STATS process line of rank 0 must
-# count every staged call and byte the program made.
+# count every staged call and byte the program made; those runs set
+# TERSE_DEVICE_CODECS=0 (every call staged whole).  Then the device codec
+# path (runtime/device_codecs.h): test_device_engine_mpi with quantize:bits=8
+# and its CUDA kernels (devsim on the fake driver) on 2 and 4 ranks, TERSE_ALGORITHM=ring, the same
+# large sizes: results bitwise equal to the host path, every blocking
+# allreduce counted device_encoded, payload bytes under half of what whole
+# staging copies; its stats lines and timings are printed.
 #
 #   sh tests/gpu/device-mpi-check.sh [SECONDS]
 #
@@ -44,9 +50,13 @@ if [ -n "${TERSE_DEVICE_CHECK_FAKE_DRIVER:-}" ]; then
     LD_LIBRARY_PATH="$fake_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export LD_LIBRARY_PATH
     want_driver="driver: the fake CUDA driver"
+    # quantize's kernels need a GPU: the device codec block runs the devsim
+    # test codec (tests/plugins/devsim_codec.cc) on the fake driver.
+    device_codec=devsim
     say "THE FAKE CUDA DRIVER $fake_dir/libcuda.so.1 (TERSE_DEVICE_CHECK_FAKE_DRIVER): no GPU is used"
 else
     want_driver="driver: CUDA,"
+    device_codec=quantize:bits=8
 fi
 
 if [ -f "$bundle/env.sh" ]; then
@@ -56,12 +66,14 @@ if [ -f "$bundle/env.sh" ]; then
     run=$TERSE_BUNDLE_RUN
     mpirun="$BUNDLE/usr/bin/mpirun"
     prog="$BUNDLE/bin/test_device_staging_mpi"
+    eprog="$BUNDLE/bin/test_device_engine_mpi"
     say "the MPI of $BUNDLE ($(sed -n 's/^built_with //p' "$BUNDLE/REQUIRES"))"
 elif command -v mpirun >/dev/null 2>&1 && [ -x "$build/tests/test_device_staging_mpi" ]; then
     run=
     mpirun=$(command -v mpirun)
     prog="$build/tests/test_device_staging_mpi"
-    TERSE_PLUGIN_PATH=$(printf '%s:' "$build"/plugins/*/.libs | sed 's/:$//')
+    eprog="$build/tests/test_device_engine_mpi"
+    TERSE_PLUGIN_PATH=$(printf '%s:' "$build"/plugins/*/.libs "$build"/tests/.libs | sed 's/:$//')
     export TERSE_PLUGIN_PATH
     say "the system's $mpirun with the build in $build"
 else
@@ -82,7 +94,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export TERSE_PLANNER=fixed TERSE_MIN_BYTES=4096 TERSE_FEEDBACK=off TERSE_STATS=1 TERSE_LOG=debug
-per_run=$((budget / 4))
+per_run=$((budget / 6))
 out=$(mktemp "${TMPDIR:-/tmp}/terse-device-mpi.XXXXXX")
 trap 'rm -f "$out"' EXIT
 failed=
@@ -94,7 +106,7 @@ for np in 2 4; do
         say "== np=$np $1 (TERSE_CODEC=$2), mib=$mib, at most ${per_run}s"
         rc=0
         # shellcheck disable=SC2086 # $run: the loader and its arguments, or nothing
-        TERSE_CODEC=$2 timeout -k 10 "$per_run" $run "$mpirun" -x LD_LIBRARY_PATH -x TERSE_PLUGIN_PATH -np "$np" \
+        TERSE_DEVICE_CODECS=0 TERSE_CODEC=$2 timeout -k 10 "$per_run" $run "$mpirun" -x LD_LIBRARY_PATH -x TERSE_PLUGIN_PATH -np "$np" \
             $run "$prog" "$1" "mib=$mib" >"$out" 2>&1 || rc=$?
         if [ "$rc" -ne 0 ]; then
             tail -n 40 "$out"
@@ -117,6 +129,40 @@ for np in 2 4; do
         *) failed="$failed np=$np/$1(stats)"; say "the TERSE_STATS line does not count '$want'" ;;
         esac
     done
+done
+# The device codec path: quantize's kernels on the device buffers, only
+# payloads staged.
+num() { sed -n "s/.*terse stats: process rank=0 .* $1=\([0-9]*\).*/\1/p" "$out"; }
+for np in 2 4; do
+    say "== np=$np device codecs (TERSE_CODEC=$device_codec TERSE_ALGORITHM=ring), mib=$mib, at most ${per_run}s"
+    if [ ! -x "$eprog" ]; then
+        failed="$failed np=$np/device-codecs(no program)"
+        say "no $eprog (rebuild the bundle, or make check's programs)"
+        continue
+    fi
+    rc=0
+    # shellcheck disable=SC2086 # $run: the loader and its arguments, or nothing
+    TERSE_CODEC=$device_codec TERSE_ALGORITHM=ring TERSE_LOG=info timeout -k 10 "$per_run" $run "$mpirun" \
+        -x LD_LIBRARY_PATH -x TERSE_PLUGIN_PATH -np "$np" $run "$eprog" "mib=$mib" >"$out" 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        tail -n 40 "$out"
+        [ "$rc" -eq 124 ] && say "ran past ${per_run}s"
+        failed="$failed np=$np/device-codecs(exit $rc)"
+        continue
+    fi
+    grep "^driver: \|device lane\|device codecs: a lane" "$out" | head -n 6
+    grep "^timing " "$out"
+    timings="$timings$(sed -n "s/^timing /  $device_codec device codecs /p" "$out")
+"
+    line=$(grep "terse stats: process rank=0 " "$out")
+    calls=$(sed -n 's/^device calls \([0-9]*\) bytes.*/\1/p' "$out")
+    bytes=$(sed -n 's/^device calls [0-9]* bytes \([0-9]*\)$/\1/p' "$out")
+    enc=$(num device_encoded) encb=$(num device_encoded_bytes) pay=$(num device_payload_bytes)
+    say "   expected device_encoded=$calls device_encoded_bytes=$bytes | $line"
+    [ -n "$calls" ] && [ "$enc" = "$calls" ] && [ "$encb" = "$bytes" ] ||
+        { failed="$failed np=$np/device-codecs(encoded)"; say "device_encoded does not count every blocking call"; }
+    [ -n "$pay" ] && [ "$pay" -gt 0 ] && [ $((pay * 2)) -lt "${encb:-0}" ] ||
+        { failed="$failed np=$np/device-codecs(payload)"; say "payload bytes $pay not under half of $encb"; }
 done
 say "time per MPI_Allreduce through terse, host against device buffers (the slowest rank's mean):"
 printf '%s' "$timings"

@@ -29,7 +29,8 @@
 #                glibc's own loader instead (TERSE_BUNDLE_RUN);
 #   terse/       libterse.so and the codec plugins of BUILD_DIR (with their
 #                CUDA kernels), debug sections stripped;
-#   bin/         test_device_staging_mpi, linked against terse/lib;
+#   bin/         test_device_staging_mpi and test_device_engine_mpi, linked
+#                against terse/lib;
 #   env.sh       (tests/gpu/device-bundle-env.sh) sourced with BUNDLE set:
 #                relocates Open MPI, PMIx and UCX to wherever the folder is.
 # It prints the folder's size and fails if it is over 64 MiB.  Then, on
@@ -125,6 +126,9 @@ soname=$(readelf -d "$build/mpi-wrappers/.libs/libterse.so" | sed -n 's/.*(SONAM
 cp -L "$build/mpi-wrappers/.libs/libterse.so" "terse/lib/$soname"
 ln -s "$soname" terse/lib/libterse.so
 for so in "$build"/plugins/*/.libs/terse_*.so; do cp -L "$so" terse/plugins/; done
+# The devsim test codec, for trying the device codec block on the fake
+# driver (tests/gpu/device-mpi-check.sh), when make check built it.
+[ -e "$build/tests/.libs/terse_devsim.so" ] && cp -L "$build/tests/.libs/terse_devsim.so" terse/plugins/
 strip --strip-debug terse/lib/"$soname" terse/plugins/*.so
 # Linked against libterse.so ahead of the MPI library (mpicc puts -lmpi
 # last), found through $ORIGIN wherever the folder lies.
@@ -132,6 +136,10 @@ strip --strip-debug terse/lib/"$soname" terse/plugins/*.so
 mpicc -std=c11 -O2 -o bin/test_device_staging_mpi "$top/tests/test_device_staging_mpi.c" -I"$top/tests" \
     -Lterse/lib -lterse -Wl,-rpath,'$ORIGIN/../terse/lib' -ldl -lm
 readelf -d bin/test_device_staging_mpi | grep -q 'libterse' || die "the test program does not link libterse.so"
+# shellcheck disable=SC2016
+mpicc -std=c11 -O2 -o bin/test_device_engine_mpi "$top/tests/test_device_engine_mpi.c" -I"$top/tests" \
+    -Lterse/lib -lterse -Wl,-rpath,'$ORIGIN/../terse/lib' -ldl -lm
+readelf -d bin/test_device_engine_mpi | grep -q 'libterse' || die "the test program does not link libterse.so"
 
 # ------------------------------------------ the closure of NEEDED libraries
 # Resolved in the folder first, then on this machine (ldconfig's cache);

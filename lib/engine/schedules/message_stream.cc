@@ -27,6 +27,7 @@ void MessageStream::cancel_all() {
             ready_[q] = 0;
         }
     posted_ = processed_;
+    held_ = false;
 }
 
 Status MessageStream::init(OpBase *op, StreamHandler *handler, const Params &p) {
@@ -96,10 +97,15 @@ Status MessageStream::progress(bool *done) {
         // Process arrivals in order.
         while (processed_ < posted_) {
             size_t idx = processed_ % depth;
-            Status st = TERSE_OK;
-            size_t len = 0;
-            if (!link->test(&rreqs_[idx], &st, &len)) break;
-            if (st != TERSE_OK) return st;
+            if (!held_) {
+                Status st = TERSE_OK;
+                if (!link->test(&rreqs_[idx], &st, &held_len_)) break;
+                if (st != TERSE_OK) return st;
+                held_ = true;
+            }
+            if (!h_->stream_received_ready(processed_)) break;
+            held_ = false;
+            const size_t len = held_len_;
             uint8_t *buf = rbufs_[idx];
             rbufs_[idx] = nullptr;
             size_t j = p_.primaries + processed_;
@@ -115,6 +121,7 @@ Status MessageStream::progress(bool *done) {
         while (sent_ < p_.nsend && inflight_ < depth) {
             OutFrame f;
             if (sent_ < p_.primaries) {
+                if (!h_->stream_primary_ready(sent_)) break;
                 h_->stream_primary(sent_, &f);
             } else if (ready_[sent_ - p_.primaries]) {
                 f = queue_[sent_ - p_.primaries];

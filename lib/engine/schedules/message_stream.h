@@ -38,6 +38,14 @@ public:
     // nullptr when the receive is terminal.  The handler gives buf back to
     // the pool unless it hands it on through out->owned.
     virtual void stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) = 0;
+    // Whether primary j, or arrived receive i, can be produced or processed
+    // now.  A handler whose frames come from work still in flight elsewhere
+    // (a device codec's payload on its way to the host) says no; the stream
+    // then goes on with whatever else can move and asks again at its next
+    // progress.  An arrived receive waits in its buffer meanwhile; later
+    // ones wait behind it (receives are processed in order).
+    virtual bool stream_primary_ready(size_t) { return true; }
+    virtual bool stream_received_ready(size_t) { return true; }
 };
 
 class MessageStream {
@@ -77,6 +85,10 @@ private:
     OpVector<OutFrame> queue_;  // derived frames, by j - primaries
     OpVector<uint8_t> ready_;
     size_t posted_ = 0, processed_ = 0, sent_ = 0, inflight_ = 0;
+    // The receive at processed_ completed (held_len_ bytes) but its handler
+    // was not ready for it yet.
+    bool held_ = false;
+    size_t held_len_ = 0;
 };
 
 }  // namespace terse

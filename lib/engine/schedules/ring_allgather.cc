@@ -40,9 +40,10 @@ void RingOp::ag_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out) 
         if (!copy_raw_hop(buf, len, n, g, mod(r_ - 1), result(m.block, m.chunk))) return poison_out(buf, n, out);
     } else {
         FrameInfo fi;
-        if (!open_frame(buf, len, n, mod(r_ - 1), &fi) ||
-            !decode_frame(fi, g, result(m.block, m.chunk), n, false))
-            return poison_out(buf, n, out);
+        if (!open_frame(buf, len, n, mod(r_ - 1), &fi)) return poison_out(buf, n, out);
+        const bool decoded = dev_ ? dev_decode(fi, g, result(m.block, m.chunk), n)
+                                  : decode_frame(fi, g, result(m.block, m.chunk), n, false);
+        if (!decoded) return poison_out(buf, n, out);
     }
     if (!out) {
         pool().put(buf);

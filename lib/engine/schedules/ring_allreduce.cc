@@ -7,7 +7,8 @@
 namespace terse {
 
 RingOp::RingOp(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
-    : OpBase(env, args, plan, mem), plan_chunks_(mem), recvs_(mem), stream_(mem) {
+    : OpBase(env, args, plan, mem), plan_chunks_(mem), recvs_(mem), dev_chunks_(mem), dev_order_(mem),
+      dev_slot_used_(mem), stream_(mem) {
     has_rs_ = coll_reduces(args.kind);
     has_ag_ = coll_gathers(args.kind);
     if (args.kind == CollKind::Allreduce) plan_chunks_.build_even(args.count, n_, plan.chunk_elems);
@@ -68,10 +69,18 @@ Status RingOp::begin() {
     }
     p.nrecv = recvs_.size();
     p.primaries = has_rs_ ? nch(r_ - 1) : nch(r_);
+    if (dev_) {
+        Status s = dev_begin();
+        if (s != TERSE_OK) return s;
+    }
     return stream_.init(this, this, p);
 }
 
 Status RingOp::body(bool *done) {
+    if (dev_) {
+        device_wait_ = false;
+        dev_pump();
+    }
     Status s = stream_.progress(done);
     if (s != TERSE_OK || !*done) return s;
     if (rs_dst_ && rs_dst_ != args_.recvbuf && !poisoned())
@@ -82,6 +91,16 @@ Status RingOp::body(bool *done) {
 void RingOp::stream_primary(size_t j, OutFrame *out) {
     if (has_rs_) rs_primary(j, out);
     else ag_primary(j, out);
+}
+
+bool RingOp::stream_primary_ready(size_t j) {
+    if (!dev_) return true;
+    return dev_poll(size_t(mod(r_ - 1)), j);
+}
+
+bool RingOp::stream_received_ready(size_t i) {
+    if (!dev_ || recvs_[i].ag) return true;
+    return dev_poll(recvs_[i].block, recvs_[i].chunk);
 }
 
 void RingOp::stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) {

@@ -17,6 +17,12 @@
 //   summable:   combine(in, encode(own)) in the code domain;
 //   raw frames (incompressible or non-finite chunks) are reduced as
 //   elements and stay raw.
+// On device buffers (EngineEnv::device, engine/device_port.h: allreduce,
+// summable codecs) this rank's own frames are encoded on the device ahead
+// of need, in the order the ring sends them, and reach the host through
+// the port's pinned slots; a frame whose copy has not landed yet holds its
+// send or hop back (stream_*_ready) while the stream goes on with what
+// can move.  Results are decoded on the device (ring_device.cc).
 #pragma once
 
 #include "engine/chunk_plan.h"
@@ -38,6 +44,8 @@ protected:
 
     void stream_primary(size_t j, OutFrame *out) override;
     void stream_received(size_t i, uint8_t *buf, size_t len, OutFrame *out) override;
+    bool stream_primary_ready(size_t j) override;
+    bool stream_received_ready(size_t i) override;
 
 private:
     struct Msg {
@@ -59,6 +67,33 @@ private:
     void ag_primary(size_t k, OutFrame *out);
     void ag_received(const Msg &m, uint8_t *buf, size_t len, OutFrame *out);
 
+    // ring_device.cc: own frames on device buffers.  A chunk's frame goes
+    // Idle -> Copying (encoded, its payload on the way to a slot) -> Ready
+    // -> Taken (sealed into a frame of the host's).
+    enum : uint8_t { kDevIdle, kDevCopying, kDevReady, kDevTaken };
+    struct DevChunk {
+        uint8_t state = kDevIdle;
+        bool raw = false;
+        uint32_t slot = 0;
+        size_t len = 0;
+    };
+    struct BlockChunk {
+        uint32_t block;
+        size_t chunk;
+    };
+    Status dev_begin();
+    // Starts encodes ahead of need while slots are free (keeping two for
+    // the frames asked for now).
+    void dev_pump();
+    bool dev_launch(size_t b, size_t k);
+    // Whether own chunk (b, k) can be taken now (also when poisoned: the
+    // taker then sends poison); starts it when idle.
+    bool dev_poll(size_t b, size_t k);
+    // Own chunk (b, k) sealed into frame (capacity frame_cap_); its length.
+    size_t dev_take(size_t b, size_t k, uint8_t *frame);
+    // The chunk a frame holds, written to dst (device).
+    bool dev_decode(const FrameInfo &fi, size_t g, void *dst, size_t n);
+
     void poison_out(uint8_t *buf, size_t n, OutFrame *out);
     const uint8_t *own(size_t b, size_t k) const;  // own contribution of chunk (b, k)
     uint8_t *result(size_t b, size_t k) const;     // where the result of chunk (b, k) goes
@@ -66,7 +101,11 @@ private:
     bool has_rs_ = false, has_ag_ = false;
     ChunkPlan plan_chunks_;
     OpVector<Msg> recvs_;
-    uint8_t *rs_dst_ = nullptr;  // reduce-scatter result (block r)
+    uint8_t *rs_dst_ = nullptr;       // reduce-scatter result (block r)
+    OpVector<DevChunk> dev_chunks_;   // by global chunk index
+    OpVector<BlockChunk> dev_order_;  // own chunks in the order the ring sends them
+    OpVector<uint8_t> dev_slot_used_;
+    size_t dev_next_ = 0, dev_free_ = 0;
     MessageStream stream_;
 };
 

@@ -1,0 +1,260 @@
+/* MPI_Allreduce on CUDA device buffers through the engine's device codec
+ * path (runtime/device_codecs.h): the codec's device instance encodes and
+ * decodes on the device buffers, only payloads cross to the host.  One
+ * source for two drivers, as test_device_staging_mpi.c: the fake driver of
+ * tests/fake_cuda under make check (test_device_engine.sh, with the devsim
+ * test codec; "device memory" there is PROT_NONE to every host code but the
+ * driver's copies), or a real one (tests/gpu/device-mpi-check.sh, with
+ * quantize:bits=8 and its CUDA kernels).
+ *
+ * Every call is made on the same inputs on host buffers through terse (the
+ * host path: host codec) and on device buffers: the results must be equal
+ * bit for bit; against PMPI on host buffers they must be within the 8-bit
+ * codes' bound.  Sizes include odd counts and chunks holding a non-finite
+ * value (sent raw); float32 and float64; in place and not.  An
+ * MPI_Iallreduce, an allreduce from host to device memory and a
+ * reduce-scatter on device buffers are calls the path does not serve
+ * (staged whole, with the host path's results).
+ *
+ * Usage: test_device_engine_mpi [mib=N,N,...]
+ * mib=: also an MPI_Allreduce of each size in MiB, checked, then timed on
+ * host and device buffers ("timing" lines, as test_device_staging_mpi).
+ * Rank 0 prints "device calls N bytes B": the blocking allreduces made on
+ * device buffers and what staging them whole would have copied (in and
+ * out), and "not ready N": the fake driver's cuEventQuery answers
+ * CUDA_ERROR_NOT_READY (the engine's waits for copies in flight), or -1
+ * under a real driver. */
+#include "mpi_check.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int cu_result;
+typedef unsigned long long cu_ptr;
+typedef int cu_device;
+
+static struct {
+    cu_result (*init)(unsigned);
+    cu_result (*device_count)(int *);
+    cu_result (*device_get)(cu_device *, int);
+    cu_result (*primary_retain)(void **, cu_device);
+    cu_result (*alloc)(cu_ptr *, size_t);
+    cu_result (*free)(cu_ptr);
+    cu_result (*htod)(cu_ptr, const void *, size_t);
+    cu_result (*dtoh)(void *, cu_ptr, size_t);
+    cu_result (*push)(void *);
+    void *(*context)(void);
+    unsigned long long (*not_ready)(void);
+} cu;
+
+static int rank, size;
+static unsigned long long device_calls, device_bytes;
+
+#define RESOLVE(field, name) cu.field = (__typeof__(cu.field))dlsym(lib, name)
+
+static void load_driver(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(lib != NULL, "libcuda.so.1 not found: %s", dlerror());
+    RESOLVE(context, "fake_cuda_context");
+    RESOLVE(not_ready, "fake_cuda_not_ready_answers");
+    RESOLVE(alloc, "cuMemAlloc_v2");
+    RESOLVE(free, "cuMemFree_v2");
+    RESOLVE(htod, "cuMemcpyHtoD_v2");
+    RESOLVE(dtoh, "cuMemcpyDtoH_v2");
+    RESOLVE(push, "cuCtxPushCurrent_v2");
+    CHECK(cu.alloc && cu.free && cu.htod && cu.dtoh && cu.push, "driver entry points (cuMemAlloc_v2 ...)");
+    void *context = NULL;
+    if (cu.context) {
+        context = cu.context();
+        if (rank == 0) printf("driver: the fake CUDA driver of tests/fake_cuda\n");
+    } else {
+        RESOLVE(init, "cuInit");
+        RESOLVE(device_count, "cuDeviceGetCount");
+        RESOLVE(device_get, "cuDeviceGet");
+        RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
+        CHECK(cu.init && cu.device_count && cu.device_get && cu.primary_retain,
+              "driver entry points (cuInit ...)");
+        int count = 0;
+        cu_device dev = 0;
+        CHECK(cu.init(0) == 0 && cu.device_count(&count) == 0 && count > 0, "no CUDA device");
+        CHECK(cu.device_get(&dev, rank % count) == 0 && cu.primary_retain(&context, dev) == 0, "primary context");
+        if (rank == 0) printf("driver: CUDA, %d device(s)\n", count);
+    }
+    CHECK(cu.push(context) == 0, "cuCtxPushCurrent");
+}
+
+static void *dev_alloc(size_t bytes) {
+    cu_ptr p = 0;
+    CHECK(cu.alloc(&p, bytes) == 0, "cuMemAlloc %zu", bytes);
+    return (void *)(uintptr_t)p;
+}
+static void dev_free(void *p) { CHECK(cu.free((cu_ptr)(uintptr_t)p) == 0, "cuMemFree"); }
+static void to_dev(void *d, const void *h, size_t n) { CHECK(cu.htod((cu_ptr)(uintptr_t)d, h, n) == 0, "HtoD"); }
+static void from_dev(void *h, const void *d, size_t n) {
+    CHECK(cu.dtoh(h, (cu_ptr)(uintptr_t)d, n) == 0, "DtoH");
+}
+
+/* Values in [-1, 1), different per rank; nonfinite > 0: that element on
+ * rank 0 is +Inf (its chunk goes raw). */
+static double value(size_t i, int salt) {
+    unsigned h = (unsigned)(i * 2654435761u + (unsigned)(rank + 1) * 40503u + (unsigned)salt * 977u);
+    return (h % 20001) / 10000.0 - 1.0;
+}
+
+/* An allreduce of count elements of dt (MPI_FLOAT or MPI_DOUBLE) on device
+ * buffers, against the host path and PMPI. */
+static void check(int count, MPI_Datatype dt, int in_place, long nonfinite, int nb) {
+    const size_t es = dt == MPI_DOUBLE ? 8 : 4, bytes = (size_t)count * es;
+    char *in = malloc(bytes), *host = malloc(bytes), *ref = malloc(bytes), *got = malloc(bytes);
+    CHECK(in && host && ref && got, "malloc %zu", bytes);
+    for (int i = 0; i < count; ++i) {
+        double v = value((size_t)i, count);
+        if (dt == MPI_DOUBLE) ((double *)in)[i] = v;
+        else ((float *)in)[i] = (float)v;
+    }
+    if (nonfinite >= 0 && nonfinite < count && rank == 0) {
+        if (dt == MPI_DOUBLE) ((double *)in)[nonfinite] = INFINITY;
+        else ((float *)in)[nonfinite] = INFINITY;
+    }
+    CHECK(PMPI_Allreduce(in, ref, count, dt, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "PMPI_Allreduce");
+    CHECK(MPI_Allreduce(in, host, count, dt, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "host MPI_Allreduce");
+    void *d_in = dev_alloc(bytes), *d_out = dev_alloc(bytes);
+    to_dev(in_place ? d_out : d_in, in, bytes);
+    const void *send = in_place ? MPI_IN_PLACE : d_in;
+    if (nb) {
+        MPI_Request req;
+        CHECK(MPI_Iallreduce(send, d_out, count, dt, MPI_SUM, MPI_COMM_WORLD, &req) == MPI_SUCCESS, "Iallreduce");
+        CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Wait");
+    } else {
+        CHECK(MPI_Allreduce(send, d_out, count, dt, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "MPI_Allreduce");
+        ++device_calls;
+        device_bytes += 2 * bytes;
+    }
+    from_dev(got, d_out, bytes);
+    CHECK(memcmp(got, host, bytes) == 0,
+          "allreduce count %d %s in_place %d nonfinite %ld nb %d: device result differs from the host path's",
+          count, dt == MPI_DOUBLE ? "double" : "float", in_place, nonfinite, nb);
+    /* 8-bit codes: each rank's rounding is at most half a step of its
+     * chunk's max |x| (< 1) / 127; the sum of size of them, doubled. */
+    const double bound = size / 127.0;
+    for (int i = 0; i < count; ++i) {
+        const double g = dt == MPI_DOUBLE ? ((double *)got)[i] : ((float *)got)[i];
+        const double r = dt == MPI_DOUBLE ? ((double *)ref)[i] : ((float *)ref)[i];
+        if (isinf(r)) CHECK(isinf(g) && g > 0, "element %d: %g where PMPI has %g", i, g, r);
+        else CHECK(fabs(g - r) <= bound, "element %d of %d: %.9g vs PMPI %.9g (bound %g)", i, count, g, r, bound);
+    }
+    dev_free(d_in);
+    dev_free(d_out);
+    free(in), free(host), free(ref), free(got);
+}
+
+/* Calls the path does not serve, staged whole: a send buffer in host
+ * memory with a receive buffer on the device (reason buffers), and a
+ * reduce-scatter (reason kind); the results still equal the host path's. */
+static void check_unserved(int count) {
+    const size_t bytes = (size_t)count * sizeof(float), all = bytes * (size_t)size;
+    float *in = malloc(all), *host = malloc(all), *got = malloc(all);
+    CHECK(in && host && got, "malloc %zu", all);
+    for (size_t i = 0; i < (size_t)count * size; ++i) in[i] = (float)value(i, 5);
+    CHECK(MPI_Allreduce(in, host, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "host allreduce");
+    float *d_out = dev_alloc(all), *d_in = dev_alloc(all);
+    CHECK(MPI_Allreduce(in, d_out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "mixed allreduce");
+    from_dev(got, d_out, bytes);
+    CHECK(memcmp(got, host, bytes) == 0, "allreduce from host to device memory differs from the host path's");
+    CHECK(MPI_Reduce_scatter_block(in, host, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "host rsb");
+    to_dev(d_in, in, all);
+    CHECK(MPI_Reduce_scatter_block(d_in, d_out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "rsb");
+    from_dev(got, d_out, bytes);
+    CHECK(memcmp(got, host, bytes) == 0, "reduce_scatter_block on device buffers differs from the host path's");
+    dev_free(d_in);
+    dev_free(d_out);
+    free(in), free(host), free(got);
+}
+
+static double time_allreduce(const void *send, void *recv, int count, int iters) {
+    CHECK(MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "timed");
+    PMPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i)
+        CHECK(MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "timed");
+    double mine = (MPI_Wtime() - t0) / iters * 1e6, slowest = 0;
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+static void time_host_and_device(int count) {
+    const size_t bytes = (size_t)count * sizeof(float);
+    int iters = (int)(((size_t)256 << 20) / bytes);
+    iters = iters < 3 ? 3 : iters > 50 ? 50 : iters;
+    float *in = malloc(bytes), *out = malloc(bytes);
+    CHECK(in && out, "malloc %zu", bytes);
+    for (int i = 0; i < count; ++i) in[i] = (float)value((size_t)i, 3);
+    void *d_in = dev_alloc(bytes), *d_out = dev_alloc(bytes);
+    to_dev(d_in, in, bytes);
+    const double host_us = time_allreduce(in, out, count, iters);
+    const double device_us = time_allreduce(d_in, d_out, count, iters);
+    device_calls += (unsigned long long)iters + 1;
+    device_bytes += ((unsigned long long)iters + 1) * 2 * bytes;
+    if (rank == 0)
+        printf("timing np=%d bytes=%zu iters=%d host_us=%.1f device_codec_us=%.1f overhead=%+.1f%%\n", size,
+               bytes, iters, host_us, device_us, (device_us / host_us - 1.0) * 100.0);
+    fflush(stdout);
+    dev_free(d_in);
+    dev_free(d_out);
+    free(in), free(out);
+}
+
+int main(int argc, char **argv) {
+    int mib[8], nmib = 0;
+    const char *bad = NULL;
+    for (int i = 1; i < argc; ++i) {
+        if (strncmp(argv[i], "mib=", 4) == 0) {
+            const char *p = argv[i] + 4;
+            while (*p && nmib < 8) {
+                char *end = NULL;
+                long v = strtol(p, &end, 10);
+                if (end == p || v < 1 || v > 256) {
+                    bad = argv[i];
+                    break;
+                }
+                mib[nmib++] = (int)v;
+                p = *end == ',' ? end + 1 : end;
+            }
+        } else {
+            bad = argv[i];
+        }
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(bad == NULL, "argument '%s': expected mib=N,N,... (1 to 256)", bad);
+    load_driver();
+
+    check(100000, MPI_FLOAT, 0, -1, 0);
+    check(65537, MPI_FLOAT, 1, -1, 0);
+    check(262147, MPI_FLOAT, 0, 70000, 0);  /* a chunk sent raw */
+    check(300001, MPI_FLOAT, 1, 299999, 0); /* the last chunk raw, in place */
+    check(40961, MPI_DOUBLE, 0, -1, 0);
+    check(1048579, MPI_FLOAT, 0, -1, 0); /* several chunks per block */
+    /* Repeated: the lane and the device instance are reused. */
+    check(100000, MPI_FLOAT, 0, -1, 0);
+    /* Not served: staged whole (the statistics name the reason). */
+    check(100000, MPI_FLOAT, 0, -1, 1);
+    check_unserved(30001);
+    for (int i = 0; i < nmib; ++i) {
+        const int count = (int)(((size_t)mib[i] << 20) / sizeof(float));
+        check(count, MPI_FLOAT, 0, -1, 0);
+        time_host_and_device(count);
+    }
+    if (rank == 0) {
+        printf("device calls %llu bytes %llu\n", device_calls, device_bytes);
+        printf("not ready %lld\n", cu.not_ready ? (long long)cu.not_ready() : -1LL);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}
