@@ -272,7 +272,23 @@ TEST(ErrboundCreate, RefusesWhatItCannotDo) {
               TERSE_CODEC_ERR_UNSUPPORTED);
     EXPECT_STREQ(err, "dtype 4 is not supported (accepted: float32, float64, float16, bfloat16)");
     s.dtype = TERSE_DTYPE_FLOAT32;
-    s.mem_kind = TERSE_MEM_CUDA;
+    s.mem_kind = TERSE_MEM_CUDA;  // only in a build with the device kernels, and only with zstd=off
+    if (te::mem_kinds() & TERSE_MEM_CUDA) {
+        ASSERT_EQ(te::create_instance(params_of(te::kAbs, 1), &s, Isa::Scalar, &inst, err, sizeof err),
+                  TERSE_CODEC_OK);
+        EXPECT_EQ(inst->mem, TERSE_MEM_CUDA);
+        te::destroy_instance(inst);
+        inst = nullptr;
+        EXPECT_EQ(te::create_instance(params_of(te::kAbs, 1, true), &s, Isa::Scalar, &inst, err, sizeof err),
+                  TERSE_CODEC_ERR_UNSUPPORTED);
+        EXPECT_STREQ(err, "zstd=on is not supported on device memory (the zstd stage has no device kernel); "
+                          "use zstd=off for device buffers");
+    } else {
+        EXPECT_EQ(te::create_instance(params_of(te::kAbs, 1), &s, Isa::Scalar, &inst, err, sizeof err),
+                  TERSE_CODEC_ERR_UNSUPPORTED);
+        EXPECT_STREQ(err, "memory kind 2 is not supported (accepted: host)");
+    }
+    s.mem_kind = TERSE_MEM_CUDA_MANAGED;  // detected by terse, never a codec's to run on
     EXPECT_EQ(te::create_instance(params_of(te::kAbs, 1), &s, Isa::Scalar, &inst, err, sizeof err),
               TERSE_CODEC_ERR_UNSUPPORTED);
     s.mem_kind = TERSE_MEM_HOST;

@@ -301,17 +301,20 @@ TEST_F(RegistryTest, DeviceCodecOfRevisionThreeStatesItsWorkspace) {
               TERSE_ERR_UNSUPPORTED);
 }
 
-// The quantize module names cuda exactly when it was built with its kernels.
-TEST_F(RegistryTest, QuantizeNamesCudaOnlyWithItsKernels) {
-    const CodecPlugin *q = nullptr;
-    ASSERT_EQ(Registry::instance().find("quantize", &q), TERSE_OK) << msg();
+// The quantize, errbound and topk modules name cuda exactly when they were
+// built with their kernels.
+TEST_F(RegistryTest, DeviceCodecsNameCudaOnlyWithTheirKernels) {
+    for (const char *name : {"quantize", "errbound", "topk"}) {
+        const CodecPlugin *q = nullptr;
+        ASSERT_EQ(Registry::instance().find(name, &q), TERSE_OK) << msg();
 #if defined(TERSE_HAVE_CUDA)
-    EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST | TERSE_MEM_CUDA});
-    EXPECT_NE(q->desc->device_workspace_size, nullptr);
+        EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST | TERSE_MEM_CUDA}) << name;
+        EXPECT_NE(q->desc->device_workspace_size, nullptr) << name;
 #else
-    EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST});
-    EXPECT_EQ(q->desc->device_workspace_size, nullptr);
+        EXPECT_EQ(q->desc->mem_kinds, unsigned{TERSE_MEM_HOST}) << name;
+        EXPECT_EQ(q->desc->device_workspace_size, nullptr) << name;
 #endif
+    }
 }
 
 TEST_F(RegistryTest, NoneParamsAndCanonical) {

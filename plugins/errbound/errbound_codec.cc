@@ -116,14 +116,35 @@ int create_instance(const Params &p, const terse_codec_setup_t *setup, Isa isa, 
                     size_t errlen) {
     *out = nullptr;
     int di = -1;
-    const int rc = terse_codec::check_host_setup(setup, &di, err, errlen);
+    const int rc = terse_codec::check_setup(setup, mem_kinds(), &di, err, errlen);
     if (rc != TERSE_CODEC_OK) return rc;
+    if (setup->mem_kind == TERSE_MEM_CUDA && p.zstd) {
+        // The zstd stage runs on the host only; a device instance would
+        // have to stage every payload through host memory to keep it.
+        set_message(err, errlen,
+                    "zstd=on is not supported on device memory (the zstd stage has no device kernel); "
+                    "use zstd=off for device buffers");
+        return TERSE_CODEC_ERR_UNSUPPORTED;
+    }
     if (setup->nranks < 1 || static_cast<uint64_t>(setup->nranks) >= kMaxSum / 2) {
         set_message(err, errlen, "nranks=%d is not accepted (accepted: 1 to %llu)", setup->nranks,
                     static_cast<unsigned long long>(kMaxSum / 2 - 1));
         return TERSE_CODEC_ERR_PARAM;
     }
-    return terse_codec::new_kernel_instance(p, setup, di, isa, kernels_for, out, err, errlen);
+    const int made = terse_codec::new_kernel_instance(p, setup, di, isa, kernels_for, out, err, errlen);
+    if (made == TERSE_CODEC_OK) {
+        (*out)->mem = setup->mem_kind;
+        (*out)->max_chunk_count = setup->max_chunk_count;
+    }
+    return made;
+}
+
+uint32_t mem_kinds() {
+#if defined(TERSE_ERRBOUND_CUDA)
+    return TERSE_MEM_HOST | TERSE_MEM_CUDA;
+#else
+    return TERSE_MEM_HOST;
+#endif
 }
 
 void destroy_instance(Instance *inst) { delete inst; }

@@ -34,11 +34,16 @@ struct Instance {
     int nranks;
     terse_codec::Isa isa;
     const Kernels *k;
+    terse_mem_kind_t mem = TERSE_MEM_HOST;  // TERSE_MEM_CUDA: the callbacks run errbound_device.h
+    size_t max_chunk_count = 0;             // sizes the device workspace
 };
 
 int create_instance(const Params &p, const terse_codec_setup_t *setup, terse_codec::Isa isa, Instance **out,
                     char *err, size_t errlen);
 void destroy_instance(Instance *inst);
+// The memory kinds instances run on: host, and cuda in a build with the
+// device kernels (errbound_device.h; zstd=off only).
+uint32_t mem_kinds();
 
 size_t max_encoded_size(const Instance &in, size_t count);
 size_t stats_count(const Instance &in, size_t count);

@@ -3,6 +3,8 @@
 // (AVX-512, AVX2 or scalar) is chosen once per instance from what the CPU
 // supports.
 #include "errbound_codec.h"
+#include "errbound_device.h"
+#include "errbound_device_ops.h"
 
 #include "../common/c_abi.h"
 #include "../common/elem.h"
@@ -45,6 +47,52 @@ int error_contract(const void *params, int, int *kind, double *value) {
     return TERSE_CODEC_OK;
 }
 
+#if defined(TERSE_ERRBOUND_CUDA)
+// Device instances run errbound_device.h; host ones the forwarding
+// callbacks' functions.  No exception leaves either.
+const Instance &inst(void *i) { return *static_cast<const Instance *>(i); }
+
+int stats_cb(void *i, const void *src, size_t count, double *out, const terse_codec_call_t *call) {
+    return inst(i).mem == TERSE_MEM_CUDA ? dev::cuda_stats(inst(i), src, count, out, call)
+                                         : stats(inst(i), src, count, out);
+}
+
+int encode_cb(void *i, const void *src, size_t count, void *dst, size_t cap, size_t *len,
+              const terse_codec_call_t *call) {
+    try {
+        return inst(i).mem == TERSE_MEM_CUDA ? dev::cuda_encode(inst(i), src, count, dst, cap, len, call)
+                                             : encode(inst(i), src, count, dst, cap, len, call);
+    } catch (...) {
+        return TERSE_CODEC_ERR_INTERNAL;
+    }
+}
+
+int decode_cb(void *i, const void *src, size_t len, void *dst, size_t count, int acc, terse_op_t op,
+              const terse_codec_call_t *call) {
+    try {
+        return inst(i).mem == TERSE_MEM_CUDA ? dev::cuda_decode(inst(i), src, len, dst, count, acc, op, call)
+                                             : decode(inst(i), src, len, dst, count, acc, op);
+    } catch (...) {
+        return TERSE_CODEC_ERR_INTERNAL;
+    }
+}
+
+int combine_cb(void *i, const void *a, size_t a_len, int ac, const void *b, size_t b_len, int bc, size_t count,
+               void *out, size_t cap, size_t *out_len, const terse_codec_call_t *call) {
+    try {
+        return inst(i).mem == TERSE_MEM_CUDA
+                   ? dev::cuda_combine(inst(i), a, a_len, ac, b, b_len, bc, count, out, cap, out_len, call)
+                   : combine(inst(i), a, a_len, ac, b, b_len, bc, count, out, cap, out_len);
+    } catch (...) {
+        return TERSE_CODEC_ERR_INTERNAL;
+    }
+}
+
+size_t device_workspace_size_cb(void *i) {
+    return inst(i).mem == TERSE_MEM_CUDA ? dev::workspace_size(inst(i).max_chunk_count) : 0;
+}
+#endif
+
 terse_codec_descriptor_t make_descriptor() {
     terse_codec_descriptor_t d = {};
     d.abi_version = TERSE_CODEC_ABI_VERSION;
@@ -56,12 +104,19 @@ terse_codec_descriptor_t make_descriptor() {
         "exactly one of abs=<bound> | rel=<fraction of the value range, (0,1]> | "
         "norm=<fraction of the L2 norm, (0,1]>; zstd=on|off (default off), zstd_level=1..19 (default 1)";
     d.dtypes = terse_codec::kLossyDtypes;
-    d.mem_kinds = TERSE_MEM_HOST;
+    d.mem_kinds = mem_kinds();
     d.flags = TERSE_CODEC_FLAG_ERROR_BOUND;
     d.mode = TERSE_REDUCE_SUMMABLE;
     terse_codec::set_forwarding_callbacks<Params, Instance>(d);
     d.error_bound = error_bound;
     d.error_contract = error_contract;
+#if defined(TERSE_ERRBOUND_CUDA)
+    d.stats = stats_cb;
+    d.encode = encode_cb;
+    d.decode = decode_cb;
+    d.combine = combine_cb;
+    d.device_workspace_size = device_workspace_size_cb;
+#endif
     return d;
 }
 

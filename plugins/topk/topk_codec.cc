@@ -6,7 +6,9 @@
 // carries the dropped mass to the next call).
 //
 // An instance is used by one thread at a time; encode and decode reuse its
-// buffers and allocate nothing.
+// buffers and allocate nothing.  In a build with CUDA, instances created for
+// device memory run topk_device.h instead (same payloads, bit for bit).
+#include "topk_device.h"
 #include "topk_float_bits.h"
 #include "topk_format.h"
 #include "topk_index_coding.h"
@@ -30,9 +32,18 @@ struct Instance {
     terse_dtype_t dtype;
     size_t vsize;
     size_t max_count;
+    terse_mem_kind_t mem = TERSE_MEM_HOST;  // TERSE_MEM_CUDA: the callbacks run topk_device.h
     SelectWork work;
-    std::vector<uint32_t> sel;  // kept indices of the chunk being encoded
+    std::vector<uint32_t> sel;  // kept indices of the chunk being encoded (host instances)
+
+    dev::Setup device_setup() const { return dev::Setup{params, dtype, vsize, max_count}; }
 };
+
+#if defined(TERSE_TOPK_CUDA)
+constexpr uint32_t kMemKinds = TERSE_MEM_HOST | TERSE_MEM_CUDA;
+#else
+constexpr uint32_t kMemKinds = TERSE_MEM_HOST;
+#endif
 
 constexpr uint32_t kDtypes = TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT32) | TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT64) |
                              TERSE_DTYPE_BIT(TERSE_DTYPE_FLOAT16) | TERSE_DTYPE_BIT(TERSE_DTYPE_BFLOAT16);
@@ -41,8 +52,7 @@ void message(char *err, size_t errlen, const char *text) {
     if (err && errlen) snprintf(err, errlen, "%s", text);
 }
 
-// Smallest payload k kept elements can take (all gaps zero, bit-packed).
-size_t min_payload(size_t k, size_t vsize) { return kHeaderSize + k * vsize + (k + kGroup - 1) / kGroup; }
+using dev::min_payload;
 
 template <typename U>
 int encode_t(Instance *in, const U *x, size_t n, uint8_t *dst, size_t cap, size_t *len) {
@@ -164,8 +174,11 @@ static int topk_create(const void *params, const terse_codec_setup_t *setup, voi
         message(err, errlen, "datatype not supported (accepted: float32, float64, float16, bfloat16)");
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
-    if (setup->mem_kind != TERSE_MEM_HOST) {
-        message(err, errlen, "only host memory is supported");
+    if (!(static_cast<uint32_t>(setup->mem_kind) & kMemKinds) ||
+        (setup->mem_kind != TERSE_MEM_HOST && setup->mem_kind != TERSE_MEM_CUDA)) {
+        message(err, errlen,
+                (kMemKinds & TERSE_MEM_CUDA) ? "memory kind not supported (accepted: host, cuda)"
+                                             : "only host memory is supported");
         return TERSE_CODEC_ERR_UNSUPPORTED;
     }
     if (setup->max_chunk_count > UINT32_MAX) {
@@ -182,8 +195,11 @@ static int topk_create(const void *params, const terse_codec_setup_t *setup, voi
         in->dtype = setup->dtype;
         in->vsize = value_size(setup->dtype);
         in->max_count = setup->max_chunk_count;
-        in->work.reserve(in->max_count);
-        in->sel.resize(in->params.kept(in->max_count) + 1);
+        in->mem = setup->mem_kind;
+        if (in->mem == TERSE_MEM_HOST) {  // a device instance works in its device workspace
+            in->work.reserve(in->max_count);
+            in->sel.resize(in->params.kept(in->max_count) + 1);
+        }
         *instance = in;
         return TERSE_CODEC_OK;
     } catch (const std::bad_alloc &) {
@@ -202,9 +218,15 @@ static size_t topk_max_encoded_size(void *instance, size_t count) {
 }
 
 static int topk_encode(void *instance, const void *src, size_t count, void *dst, size_t dst_cap, size_t *dst_len,
-                       const terse_codec_call_t *) {
+                       const terse_codec_call_t *call) {
     auto *in = static_cast<Instance *>(instance);
     if (count > in->max_count) return TERSE_CODEC_ERR_INTERNAL;  // the engine promised max_chunk_count
+#if defined(TERSE_TOPK_CUDA)
+    if (in->mem == TERSE_MEM_CUDA)
+        return dev::cuda_encode(in->device_setup(), src, count, dst, dst_cap, dst_len, call);
+#else
+    (void)call;
+#endif
     try {
         auto *d = static_cast<uint8_t *>(dst);
         switch (in->dtype) {
@@ -220,8 +242,14 @@ static int topk_encode(void *instance, const void *src, size_t count, void *dst,
 }
 
 static int topk_decode(void *instance, const void *src, size_t src_len, void *dst, size_t count, int accumulate,
-                       terse_op_t op, const terse_codec_call_t *) {
+                       terse_op_t op, const terse_codec_call_t *call) {
     auto *in = static_cast<Instance *>(instance);
+#if defined(TERSE_TOPK_CUDA)
+    if (in->mem == TERSE_MEM_CUDA)
+        return dev::cuda_decode(in->device_setup(), src, src_len, dst, count, accumulate, op, call);
+#else
+    (void)call;
+#endif
     const auto *s = static_cast<const uint8_t *>(src);
     switch (in->dtype) {
     case TERSE_DTYPE_FLOAT32: return decode_t<uint32_t>(in, s, src_len, dst, count, accumulate, op);
@@ -229,6 +257,13 @@ static int topk_decode(void *instance, const void *src, size_t src_len, void *ds
     default: return decode_t<uint16_t>(in, s, src_len, dst, count, accumulate, op);
     }
 }
+
+#if defined(TERSE_TOPK_CUDA)
+static size_t topk_device_workspace_size(void *instance) {
+    const auto *in = static_cast<Instance *>(instance);
+    return in->mem == TERSE_MEM_CUDA ? dev::workspace_size(in->device_setup()) : 0;
+}
+#endif
 
 }  // extern "C"
 
@@ -239,7 +274,7 @@ const terse_codec_descriptor_t kDescriptor = {
     "sparse: keeps the largest-magnitude elements of each chunk (exact values, gap-coded indices)",
     kParamsHelp,
     kDtypes,
-    TERSE_MEM_HOST,
+    kMemKinds,
     TERSE_CODEC_FLAG_FEEDBACK_DEFAULT,
     TERSE_REDUCE_GATHER,
     terse_codec::parse_callback<Params>,
@@ -255,7 +290,11 @@ const terse_codec_descriptor_t kDescriptor = {
     nullptr,
     nullptr,  // error_bound: none stated (terse_codec_topk(7))
     nullptr,  // error_contract: none stated
-    nullptr,  // device_workspace_size: host only
+#if defined(TERSE_TOPK_CUDA)
+    topk_device_workspace_size,
+#else
+    nullptr,  // device_workspace_size: host only in a build without CUDA
+#endif
     {},
 };
 

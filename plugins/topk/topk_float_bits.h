@@ -12,7 +12,7 @@
 namespace terse_topk {
 
 template <typename U>
-constexpr U abs_mask() {
+TERSE_HD constexpr U abs_mask() {
     return static_cast<U>(static_cast<U>(~U(0)) >> 1);
 }  // no int promotion
 

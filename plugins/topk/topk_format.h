@@ -11,9 +11,12 @@
 //       16      k values, in the input type, in ascending index order
 //               index section: the gaps idx[i] - idx[i-1] - 1 (idx[-1] = -1)
 //
-// All fields little-endian.  The payload length is exactly
+// All fields little-endian.  TERSE_HD: the device encoder writes the same
+// header (topk_device_body.h).  The payload length is exactly
 // 16 + k * value_size + index_bytes; anything else is corrupt.
 #pragma once
+
+#include <terse/codec.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -38,17 +41,17 @@ struct Header {
     uint32_t index_bytes;
 };
 
-inline void put_u32(uint8_t *p, uint32_t v) {
+TERSE_HD inline void put_u32(uint8_t *p, uint32_t v) {
     p[0] = uint8_t(v);
     p[1] = uint8_t(v >> 8);
     p[2] = uint8_t(v >> 16);
     p[3] = uint8_t(v >> 24);
 }
-inline uint32_t get_u32(const uint8_t *p) {
+TERSE_HD inline uint32_t get_u32(const uint8_t *p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
-inline void write_header(uint8_t *p, const Header &h) {
+TERSE_HD inline void write_header(uint8_t *p, const Header &h) {
     p[0] = h.version;
     p[1] = h.dtype;
     p[2] = h.coding;
@@ -58,7 +61,7 @@ inline void write_header(uint8_t *p, const Header &h) {
     put_u32(p + 12, h.index_bytes);
 }
 
-inline Header read_header(const uint8_t *p) {
+TERSE_HD inline Header read_header(const uint8_t *p) {
     return Header{p[0], p[1], p[2], p[3], get_u32(p + 4), get_u32(p + 8), get_u32(p + 12)};
 }
 

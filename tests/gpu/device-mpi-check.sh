@@ -84,7 +84,7 @@ fi
 
 # terse takes any other TERSE_ variable in a rank's environment for a
 # misspelled setting: this script's own end here.
-unset TERSE_DEVICE_CHECK_FAKE_DRIVER TERSE_DEVICE_CHECK_MIB TERSE_DEVICE_BUNDLE TERSE_BUNDLE_GLIBC
+unset TERSE_DEVICE_CHECK_FAKE_DRIVER TERSE_DEVICE_CHECK_MIB TERSE_DEVICE_CHECK_ONLY TERSE_DEVICE_BUNDLE TERSE_BUNDLE_GLIBC
 
 # Ranks started by this mpirun alone, on this machine, wherever it runs:
 # oversubscribing allowed, not bound (a container may forbid it), as root
