@@ -164,6 +164,10 @@ private:
         double local_seconds = 0;                                    // sum over calls, this rank's clock
         std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
         double held_mpi = -1;          // a slow MPI probe awaiting its second (observe_mpi), < 0 none
+        // The selector's generation and the call size of the last full
+        // evaluation (choose()'s fast path).
+        uint64_t seen_generation = UINT64_MAX;
+        size_t seen_bytes = 0;
     };
     Class &class_of(CollKind kind, size_t bytes, uint32_t eligible);
     const Class *find_class(CollKind kind, size_t bytes, uint32_t eligible) const;
@@ -173,6 +177,8 @@ private:
     bool allows(const Option &o, CollKind kind, uint32_t eligible) const;
     void record(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob,
                 bool calibrating);
+    // The MPI library's re-measurement schedule of a class (choose()).
+    void next_probe(Class &c, bool moved, bool *probe_mpi);
 
     CostInputs in_;
     std::vector<CodecModel> codecs_;
@@ -180,7 +186,8 @@ private:
     std::vector<Option> all_;         // PMPI, then codec-major, schedule-minor
     std::vector<double> correction_;  // per option: measured / model, moving (1 until measured)
     std::vector<Class> classes_;
-    size_t last_ = 0;  // index of the last class looked up
+    uint64_t generation_ = 0;  // bumped by everything that can change a prediction
+    size_t last_ = 0;          // index of the last class looked up
 };
 
 }  // namespace terse
