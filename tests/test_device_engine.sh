@@ -10,7 +10,9 @@
 # counted as device_encoded in the TERSE_STATS process line, the payload
 # bytes staged well under what whole staging copies, the calls the path
 # does not serve (non-blocking, a host send buffer, a reduce-scatter; then
-# TERSE_VERIFY=1) staged whole with their reasons, and the engine's waits for copies in flight
+# TERSE_VERIFY=1) staged whole with their reasons, a codec refusing a
+# device instance (errbound zstd=on) said once per type and its calls
+# staged whole, and the engine's waits for copies in flight
 # taken (the fake driver answers "not ready" first).  Then
 # TERSE_DEVICE_CODECS=0 stages every call whole, and a misspelled value is
 # refused.  Skipped (77) in a build without CUDA.
@@ -77,6 +79,21 @@ if TERSE_VERIFY=1 TERSE_ALGORITHM=ring run_np 2 ./test_device_engine_mpi >"$out"
 else
     tail -30 "$out"
     failed="$failed verify(run)"
+fi
+
+echo "== np=2 a codec that refuses a device instance (errbound zstd=on): said once, calls staged whole"
+if TERSE_CODEC=errbound:abs=1e-3,zstd=on TERSE_ALGORITHM=ring run_np 2 ./test_device_engine_mpi >"$out" 2>&1; then
+    grep "terse stats: process rank=0 " "$out"
+    refusals=$(grep -c "device codecs: .errbound.*no device instance" "$out")
+    # Once per rank and element type (the program reduces floats and doubles).
+    echo "   refusal lines: $refusals (2 ranks x float, double)"
+    [ "$refusals" = 4 ] || { failed="$failed refusal(lines)"; echo "the refusal was not said once per rank and type"; }
+    ! grep -q "the call is staged whole" "$out" || { failed="$failed refusal(per call)"; echo "a warning per call"; }
+    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=kind:1,nonblocking:1,buffers:1,unavailable:7" "$out" ||
+        { failed="$failed refusal(whole)"; echo "the refused calls were not staged whole as unavailable"; }
+else
+    tail -30 "$out"
+    failed="$failed refusal(run)"
 fi
 
 echo "== a misspelled TERSE_DEVICE_CODECS is refused"

@@ -148,7 +148,8 @@ private:
     struct Instance {
         const CodecParams *params;
         terse_dtype_t dtype;
-        std::unique_ptr<CodecInstance> inst;
+        std::unique_ptr<CodecInstance> inst;  // nullptr: the codec refused a device instance
+        std::string refusal;                  // why, said once (then every call stages whole quietly)
     };
     terse_codec_call_t call(size_t agreed_at, uint64_t seed) const;
     Status codec_failed(int rc, const char *what, size_t n) const;
@@ -175,14 +176,27 @@ Status DeviceCodecs::prepare(const CommState *st, const CodecParams &params, con
     if (scope.status() != TERSE_OK) return scope.status();
     cur_ = nullptr;
     for (Instance &i : insts_)
-        if (i.params == &params && i.dtype == hs.dtype) cur_ = i.inst.get();
+        if (i.params == &params && i.dtype == hs.dtype) {
+            // A refusal (e.g. errbound's zstd=on) holds for the
+            // communicator's life: said once, then quietly staged whole.
+            if (!i.inst) return set_error(TERSE_ERR_UNSUPPORTED, "%s", i.refusal.c_str());
+            cur_ = i.inst.get();
+        }
     if (!cur_) {
         // The host instance's setup: same ranks and chunk bound.
         terse_codec_setup_t setup = hs;
         setup.mem_kind = TERSE_MEM_CUDA;
-        Instance made{&params, hs.dtype, nullptr};
+        Instance made{&params, hs.dtype, nullptr, {}};
         Status s = Registry::instance().create(params, setup, &made.inst);
-        if (s != TERSE_OK) return s;
+        if (s != TERSE_OK) {
+            made.refusal = last_error();
+            TERSE_LOG_WARN("device codecs: '%s' on %s: no device instance for %s (%s); those calls on device "
+                           "buffers are staged whole and compressed on the host",
+                           params.canonical().c_str(), st->describe().c_str(), dtype_name(hs.dtype),
+                           made.refusal.c_str());
+            insts_.push_back(std::move(made));
+            return set_error(TERSE_ERR_UNSUPPORTED, "%s", insts_.back().refusal.c_str());
+        }
         TERSE_LOG_INFO("device codecs: '%s' on %s has a device instance of %s for %s", params.canonical().c_str(),
                        st->describe().c_str(), params.plugin()->desc->name, dtype_name(hs.dtype));
         cur_ = made.inst.get();
@@ -382,8 +396,11 @@ Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoic
         s = st->device->prepare(st, *st->codecs[choice.slot].params, *host, a.count, plan.chunk_elems);
     if (s != TERSE_OK) {
         // Local, before anything was started: this rank stages the call
-        // whole and runs the same operation as its peers.
-        TERSE_LOG_WARN("device codecs: %s; the call is staged whole", last_error());
+        // whole and runs the same operation as its peers.  A codec's
+        // refusal was said when it came (prepare); anything else is said
+        // per call.
+        if (s != TERSE_ERR_UNSUPPORTED)
+            TERSE_LOG_WARN("device codecs: %s; the call is staged whole", last_error());
         note_whole(kUnavailable, "prepare failed");
         return TERSE_OK;
     }
