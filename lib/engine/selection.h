@@ -88,6 +88,7 @@ public:
     static constexpr double kSwitchMargin = 0.10;  // 10% predicted gain to take the engine or switch in it
     static constexpr uint64_t kProbeEvery = 8;     // a class re-measures MPI 8 calls after a change,
     static constexpr uint64_t kProbeMax = 256;     // then at gaps doubling up to 256 calls
+    static constexpr double kProbeShare = 0.03;    // the most a probe may add to an engine class's calls
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
     static constexpr double kConfirmAbove = 2.0;   // an MPI probe this much slower waits for a second
 
@@ -104,7 +105,9 @@ public:
     // moved (for TERSE_LOG=debug); *why, when given, gets a line naming the
     // options' predictions.
     // probe_mpi (optional): set on the calls of a class (kProbeEvery after
-    // its choice changed, then at gaps doubling up to kProbeMax) on which a
+    // its choice changed, or later where the engine chosen is k times
+    // faster: (k - 1) / kProbeShare calls; then at gaps doubling up to
+    // kProbeMax) on which a
     // blocking caller runs the MPI library (instead of the engine, when the
     // engine is chosen) and reports its agreed time through observe_mpi(),
     // so that the MPI library's estimate follows what it really takes.
@@ -178,7 +181,7 @@ private:
     void record(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob,
                 bool calibrating);
     // The MPI library's re-measurement schedule of a class (choose()).
-    void next_probe(Class &c, bool moved, bool *probe_mpi);
+    void next_probe(Class &c, bool moved, bool *probe_mpi, double speedup);
 
     CostInputs in_;
     std::vector<CodecModel> codecs_;
