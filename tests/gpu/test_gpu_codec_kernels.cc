@@ -19,6 +19,7 @@
 #include "../../plugins/quantize/quantize_device_ops.h"
 #include "../codec_test_data.h"
 #include "../codec_test_util.h"
+#include "gpu_test_util.h"
 
 #include <cuda_runtime_api.h>
 
@@ -29,47 +30,10 @@
 #include <vector>
 
 using namespace codec_test;
+using namespace gpu_test;
 namespace tq = terse_quantize;
 
 namespace {
-
-int failures = 0;
-
-#define CUDA_OK(x)                                                                                          \
-    do {                                                                                                    \
-        const cudaError_t e_ = (x);                                                                         \
-        if (e_ != cudaSuccess) {                                                                            \
-            std::fprintf(stderr, "FAIL: %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, __LINE__); \
-            std::exit(1);                                                                                   \
-        }                                                                                                   \
-    } while (0)
-
-void fail(const std::string &what) {
-    if (failures < 30) std::printf("MISMATCH: %s\n", what.c_str());
-    failures++;
-}
-
-// A device buffer, released with its owner.
-struct DevBuf {
-    void *p = nullptr;
-    size_t n = 0;
-    explicit DevBuf(size_t bytes) : n(bytes) { CUDA_OK(cudaMalloc(&p, bytes ? bytes : 1)); }
-    ~DevBuf() { cudaFree(p); }
-    DevBuf(const DevBuf &) = delete;
-    DevBuf &operator=(const DevBuf &) = delete;
-    void put(const void *h, size_t bytes) { CUDA_OK(cudaMemcpy(p, h, bytes, cudaMemcpyHostToDevice)); }
-    void get(void *h, size_t bytes) const { CUDA_OK(cudaMemcpy(h, p, bytes, cudaMemcpyDeviceToHost)); }
-    template <typename T>
-    T *as() const {
-        return static_cast<T *>(p);
-    }
-};
-
-struct Stream {
-    cudaStream_t s = nullptr;
-    Stream() { CUDA_OK(cudaStreamCreate(&s)); }
-    ~Stream() { cudaStreamDestroy(s); }
-};
 
 tq::Instance *make_inst(int bits, int log2_block, tq::Rounding r, terse_dtype_t dt, int nranks,
                         terse_mem_kind_t mem, size_t max_count) {
@@ -159,7 +123,7 @@ void compare_chunk(terse_dtype_t dt, int bits, tq::Rounding r, int log2_block, c
         hc.seed = 77 + k;
         const int hr = tq::encode(*host, ranks[k].data(), n, hp.data(), cap, &hl, &hc);
         dsrc.put(ranks[k].data(), n * eb);
-        CUDA_OK(cudaMemset(dpay.p, 0, cap));
+        GPU_CUDA_OK(cudaMemset(dpay.p, 0, cap));
         auto c = dev.call(dagreed.as<double>(), 77 + k);
         const int dr = tq::dev::cuda_encode(*dinst, dsrc.p, n, dpay.p, cap, &dl, &c);
         if (hr != dr) {
@@ -172,7 +136,7 @@ void compare_chunk(terse_dtype_t dt, int bits, tq::Rounding r, int log2_block, c
             size_t l1 = 0, l2 = 0;
             const int r1 = tq::encode(*host, ranks[k].data(), n, hp1.data(), cap, &l1, nullptr);
             auto c0 = dev.call(nullptr, 0);
-            CUDA_OK(cudaMemset(dpay2.p, 0, cap));
+            GPU_CUDA_OK(cudaMemset(dpay2.p, 0, cap));
             const int r2 = tq::dev::cuda_encode(*dinst, dsrc.p, n, dpay2.p, cap, &l2, &c0);
             dpay2.get(dp1.data(), cap);
             if (r1 != r2 || (r1 == TERSE_CODEC_OK && (l1 != l2 || hp1 != dp1)))
@@ -198,7 +162,7 @@ void compare_chunk(terse_dtype_t dt, int bits, tq::Rounding r, int log2_block, c
         da.put(hacc.data(), hacc.size());
         db.put(hp.data(), hp.size());
         auto cc = dev.call(nullptr, 0);
-        CUDA_OK(cudaMemset(dpay2.p, 0, cap));
+        GPU_CUDA_OK(cudaMemset(dpay2.p, 0, cap));
         const int r2 = tq::dev::cuda_combine(*dinst, da.p, hacc.size(), contributors, db.p, hp.size(), 1, n,
                                              dpay2.p, cap, &dol, &cc);
         dpay2.get(dob.data(), cap);
@@ -322,35 +286,6 @@ void compare_reduction() {
 
 // ---------------------------------------------------------------- throughput
 
-struct Timer {
-    cudaEvent_t a, b;
-    Timer() {
-        CUDA_OK(cudaEventCreate(&a));
-        CUDA_OK(cudaEventCreate(&b));
-    }
-    ~Timer() {
-        cudaEventDestroy(a);
-        cudaEventDestroy(b);
-    }
-};
-
-// Best of reps runs of f on stream s, in seconds.
-template <typename F>
-double best_time(cudaStream_t s, int reps, F &&f) {
-    Timer t;
-    double best = 1e30;
-    for (int i = 0; i < reps; i++) {
-        CUDA_OK(cudaEventRecord(t.a, s));
-        f();
-        CUDA_OK(cudaEventRecord(t.b, s));
-        CUDA_OK(cudaEventSynchronize(t.b));
-        float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, t.a, t.b));
-        best = std::min(best, ms * 1e-3);
-    }
-    return best;
-}
-
 void throughput() {
     const size_t bytes = size_t{256} << 20;
     const size_t n = bytes / sizeof(float);
@@ -362,7 +297,7 @@ void throughput() {
     Stream st;
     const int reps = 5;
     const double tcopy = best_time(
-        st.s, reps, [&] { CUDA_OK(cudaMemcpyAsync(dst.p, src.p, bytes, cudaMemcpyDeviceToDevice, st.s)); });
+        st.s, reps, [&] { GPU_CUDA_OK(cudaMemcpyAsync(dst.p, src.p, bytes, cudaMemcpyDeviceToDevice, st.s)); });
     const double copy_gbs = bytes / tcopy * 1e-9;
     std::printf(
         "throughput on %zu MiB inputs, GB/s of input (uncompressed) bytes, against a device-to-device\n"
@@ -439,13 +374,13 @@ int main() {
         return 1;
     }
     cudaDeviceProp prop{};
-    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    GPU_CUDA_OK(cudaGetDeviceProperties(&prop, 0));
     std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
     compare_frames();
     compare_reduction();
     throughput();
-    if (failures) {
-        std::printf("FAIL: %d mismatches between the GPU and the CPU codec\n", failures);
+    if (failures()) {
+        std::printf("FAIL: %d mismatches between the GPU and the CPU codec\n", failures());
         return 1;
     }
     std::printf("PASS: GPU frames, statistics, combine and decode(-accumulate) equal the CPU's\n");
