@@ -657,9 +657,9 @@ TEST(Environment, VariableList) {
                           "TERSE_PLUGIN_PATH",    "TERSE_CONFIG",
                           "TERSE_STATS",          "TERSE_LOG",
                           "TERSE_CAPTURE",        "TERSE_CAPTURE_INTERVAL",
-                          "TERSE_NODE_KEY"})
+                          "TERSE_NODE_KEY",       "TERSE_DEVICE_CODECS"})
         EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
-    EXPECT_EQ(v.size(), 23u);
+    EXPECT_EQ(v.size(), 24u);
 }
 
 // --------------------------------------------------------------------- config file
