@@ -146,8 +146,7 @@ void OpDeleter::operator()(Operation *op) const {
     else delete memory;
 }
 
-namespace {
-Plan untuned_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args) {
+Plan engine_untuned_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args) {
     const terse_codec_descriptor_t *desc = env.codec ? env.codec->desc() : nullptr;
     size_t max_chunk = env.codec ? env.codec->setup().max_chunk_count : 0;
     Plan plan = plan_collective(cfg, env.size, args, desc, max_chunk);
@@ -160,7 +159,6 @@ Plan untuned_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &a
     }
     return plan;
 }
-}  // namespace
 
 Plan engine_tuned_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen) {
     // A tuning file's entry overrides whatever chose the plan (terse(7)).
@@ -170,13 +168,9 @@ Plan engine_tuned_plan(const EngineEnv &env, const CollArgs &args, const Plan &c
     return plan;
 }
 
-Plan engine_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args) {
-    return engine_tuned_plan(env, args, untuned_plan(env, cfg, args));
-}
-
 Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
                     OpHandle *out) {
-    return engine_start_plan(env, args, untuned_plan(env, cfg, args), prio, out);
+    return engine_start_plan(env, args, engine_untuned_plan(env, cfg, args), prio, out);
 }
 
 Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen, Priority prio,

@@ -198,12 +198,11 @@ using OpHandle = std::unique_ptr<Operation, OpDeleter>;
 // this call.
 Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args, Priority prio,
                     OpHandle *op);
-// The plan engine_start() would run args with (the planner's, a tuning
-// file's entry applied): what the runtime asks before it gives a call on
-// device buffers the device codec path, which only the ring serves.
-Plan engine_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args);
-// A plan chosen elsewhere (the model planner) with the tuning file's entry
-// applied, as engine_start_plan() runs it.
+// The plan engine_start() chooses for args (plan_collective, flat where
+// the operation has no two-level layout), before a tuning file's entry.
+Plan engine_untuned_plan(const EngineEnv &env, const CommConfig &cfg, const CollArgs &args);
+// A plan with the tuning file's entry (env.tuned) applied, as
+// engine_start_plan() runs it.
 Plan engine_tuned_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen);
 // The same with a plan the caller made (the model planner, planner.h).
 Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &plan, Priority prio,

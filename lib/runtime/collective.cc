@@ -148,23 +148,31 @@ void collective_env(CommState *st, CodecInstance *codec, Control *control, Engin
     env->set_comm_name(st->name);
 }
 
+namespace {
+// The plan a call runs before a tuning file's entry: the model's schedule
+// for the selector's choice, else the fixed planner's.  One place, so that
+// the device codec path sizes its lane for the plan the operation runs.
+Plan chosen_plan(const CommState *st, const EngineEnv &env, const CollArgs &args,
+                 const CollectiveChoice &choice) {
+    if (!choice.model) return engine_untuned_plan(env, st->config, args);
+    return plan_schedule(st->config, st->selector->inputs().link, st->size, args,
+                         env.codec->setup().max_chunk_count, choice.option.schedule);
+}
+}  // namespace
+
 Status collective_plan(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Plan *plan) {
     CodecInstance *ci = nullptr;
     Status s = comm_state_codec(st, choice.slot, args.dtype, &ci);
     if (s != TERSE_OK) return s;
+    // What collective_start() gives a blocking call's plan, without its
+    // side effects (sequence number, statistics).
     EngineEnv env;
     env.rank = st->rank;
     env.size = st->size;
     env.codec = ci;
     env.tuned = choice.model ? nullptr : comm_state_tuned(st, args.kind, call_bytes(st, args));
     env.two_level = st->node_layout ? st->node_layout->env() : nullptr;
-    if (!choice.model) {
-        *plan = engine_plan(env, st->config, args);
-        return TERSE_OK;
-    }
-    *plan = engine_tuned_plan(env, args,
-                              plan_schedule(st->config, st->selector->inputs().link, st->size, args,
-                                            ci->setup().max_chunk_count, choice.option.schedule));
+    *plan = engine_tuned_plan(env, args, chosen_plan(st, env, args, choice));
     return TERSE_OK;
 }
 
@@ -221,12 +229,8 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
     env.stats_kind = collective_stats_kind(args.kind, nonblocking);
     env.device = device;
     st->stats.count_intercepted(call_bytes(st, args), env.stats_kind);
-    if (!choice.model) return engine_start(env, st->config, args, prio, op);
-    env.observed = observed;
-    const size_t max_chunk = ci->setup().max_chunk_count;
-    const Plan plan = plan_schedule(st->config, st->selector->inputs().link, st->size, args, max_chunk,
-                                    choice.option.schedule);
-    return engine_start_plan(env, args, plan, prio, op);
+    if (choice.model) env.observed = observed;
+    return engine_start_plan(env, args, chosen_plan(st, env, args, choice), prio, op);
 }
 
 Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice, DevicePort *device) {
