@@ -4,12 +4,15 @@
 // (GB/s of input against the card's device-to-device copy).
 #pragma once
 
+#include "../codec_test_data.h"
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace gpu_test {
 
@@ -75,6 +78,16 @@ double best_time(cudaStream_t s, int reps, F &&f) {
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return best;
+}
+
+// The throughput runs' input, the same for every codec: n gradient-like
+// float32 values (heavy-tailed, drifting slowly along the buffer) put in
+// the device buffer dst.
+inline void put_gradient_like(DevBuf &dst, size_t n) {
+    const std::vector<double> v = codec_test::make_shape(codec_test::Shape::StudentT, 1 << 20, 5, 0);
+    std::vector<float> h(n);
+    for (size_t i = 0; i < n; i++) h[i] = static_cast<float>(v[i % v.size()] * (1.0 + 1e-3 * double(i >> 20)));
+    dst.put(h.data(), n * sizeof(float));
 }
 
 // The card's device-to-device copy of `bytes`, in GB/s of bytes copied.
