@@ -24,78 +24,17 @@
  * out), and "not ready N": the fake driver's cuEventQuery answers
  * CUDA_ERROR_NOT_READY (the engine's waits for copies in flight), or -1
  * under a real driver. */
-#include "mpi_check.h"
+#include "device_mpi_driver.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int cu_result;
-typedef unsigned long long cu_ptr;
-typedef int cu_device;
-
-static struct {
-    cu_result (*init)(unsigned);
-    cu_result (*device_count)(int *);
-    cu_result (*device_get)(cu_device *, int);
-    cu_result (*primary_retain)(void **, cu_device);
-    cu_result (*alloc)(cu_ptr *, size_t);
-    cu_result (*free)(cu_ptr);
-    cu_result (*htod)(cu_ptr, const void *, size_t);
-    cu_result (*dtoh)(void *, cu_ptr, size_t);
-    cu_result (*push)(void *);
-    void *(*context)(void);
-    unsigned long long (*not_ready)(void);
-} cu;
-
 static int rank, size;
 static unsigned long long device_calls, device_bytes;
-
-#define RESOLVE(field, name) cu.field = (__typeof__(cu.field))dlsym(lib, name)
-
-static void load_driver(void) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    CHECK(lib != NULL, "libcuda.so.1 not found: %s", dlerror());
-    RESOLVE(context, "fake_cuda_context");
-    RESOLVE(not_ready, "fake_cuda_not_ready_answers");
-    RESOLVE(alloc, "cuMemAlloc_v2");
-    RESOLVE(free, "cuMemFree_v2");
-    RESOLVE(htod, "cuMemcpyHtoD_v2");
-    RESOLVE(dtoh, "cuMemcpyDtoH_v2");
-    RESOLVE(push, "cuCtxPushCurrent_v2");
-    CHECK(cu.alloc && cu.free && cu.htod && cu.dtoh && cu.push, "driver entry points (cuMemAlloc_v2 ...)");
-    void *context = NULL;
-    if (cu.context) {
-        context = cu.context();
-        if (rank == 0) printf("driver: the fake CUDA driver of tests/fake_cuda\n");
-    } else {
-        RESOLVE(init, "cuInit");
-        RESOLVE(device_count, "cuDeviceGetCount");
-        RESOLVE(device_get, "cuDeviceGet");
-        RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
-        CHECK(cu.init && cu.device_count && cu.device_get && cu.primary_retain,
-              "driver entry points (cuInit ...)");
-        int count = 0;
-        cu_device dev = 0;
-        CHECK(cu.init(0) == 0 && cu.device_count(&count) == 0 && count > 0, "no CUDA device");
-        CHECK(cu.device_get(&dev, rank % count) == 0 && cu.primary_retain(&context, dev) == 0, "primary context");
-        if (rank == 0) printf("driver: CUDA, %d device(s)\n", count);
-    }
-    CHECK(cu.push(context) == 0, "cuCtxPushCurrent");
-}
-
-static void *dev_alloc(size_t bytes) {
-    cu_ptr p = 0;
-    CHECK(cu.alloc(&p, bytes) == 0, "cuMemAlloc %zu", bytes);
-    return (void *)(uintptr_t)p;
-}
-static void dev_free(void *p) { CHECK(cu.free((cu_ptr)(uintptr_t)p) == 0, "cuMemFree"); }
-static void to_dev(void *d, const void *h, size_t n) { CHECK(cu.htod((cu_ptr)(uintptr_t)d, h, n) == 0, "HtoD"); }
-static void from_dev(void *h, const void *d, size_t n) {
-    CHECK(cu.dtoh(h, (cu_ptr)(uintptr_t)d, n) == 0, "DtoH");
-}
+/* The fake driver's count of its "not ready" answers (absent from a real one). */
+static unsigned long long (*not_ready)(void);
 
 /* Values in [-1, 1), different per rank; nonfinite > 0: that element on
  * rank 0 is +Inf (its chunk goes raw). */
@@ -175,17 +114,6 @@ static void check_unserved(int count) {
     free(in), free(host), free(got);
 }
 
-static double time_allreduce(const void *send, void *recv, int count, int iters) {
-    CHECK(MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "timed");
-    PMPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i)
-        CHECK(MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "timed");
-    double mine = (MPI_Wtime() - t0) / iters * 1e6, slowest = 0;
-    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest;
-}
-
 static void time_host_and_device(int count) {
     const size_t bytes = (size_t)count * sizeof(float);
     int iters = (int)(((size_t)256 << 20) / bytes);
@@ -195,8 +123,8 @@ static void time_host_and_device(int count) {
     for (int i = 0; i < count; ++i) in[i] = (float)value((size_t)i, 3);
     void *d_in = dev_alloc(bytes), *d_out = dev_alloc(bytes);
     to_dev(d_in, in, bytes);
-    const double host_us = time_allreduce(in, out, count, iters);
-    const double device_us = time_allreduce(d_in, d_out, count, iters);
+    const double host_us = time_allreduce(in, out, count, iters, 0);
+    const double device_us = time_allreduce(d_in, d_out, count, iters, 0);
     device_calls += (unsigned long long)iters + 1;
     device_bytes += ((unsigned long long)iters + 1) * 2 * bytes;
     if (rank == 0)
@@ -209,30 +137,19 @@ static void time_host_and_device(int count) {
 }
 
 int main(int argc, char **argv) {
+    const char *mib_list = NULL, *unknown = NULL;
     int mib[8], nmib = 0;
-    const char *bad = NULL;
     for (int i = 1; i < argc; ++i) {
-        if (strncmp(argv[i], "mib=", 4) == 0) {
-            const char *p = argv[i] + 4;
-            while (*p && nmib < 8) {
-                char *end = NULL;
-                long v = strtol(p, &end, 10);
-                if (end == p || v < 1 || v > 256) {
-                    bad = argv[i];
-                    break;
-                }
-                mib[nmib++] = (int)v;
-                p = *end == ',' ? end + 1 : end;
-            }
-        } else {
-            bad = argv[i];
-        }
+        if (strncmp(argv[i], "mib=", 4) == 0) mib_list = argv[i] + 4;
+        else unknown = argv[i];
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(bad == NULL, "argument '%s': expected mib=N,N,... (1 to 256)", bad);
-    load_driver();
+    /* Checked once MPI is up, so that a bad argument aborts the whole job. */
+    CHECK(unknown == NULL, "argument '%s': expected mib=N,N,...", unknown);
+    if (mib_list) nmib = parse_mib(mib_list, mib, (int)(sizeof mib / sizeof mib[0]));
+    not_ready = (unsigned long long (*)(void))dlsym(load_driver(rank), "fake_cuda_not_ready_answers");
 
     check(100000, MPI_FLOAT, 0, -1, 0);
     check(65537, MPI_FLOAT, 1, -1, 0);
@@ -252,7 +169,7 @@ int main(int argc, char **argv) {
     }
     if (rank == 0) {
         printf("device calls %llu bytes %llu\n", device_calls, device_bytes);
-        printf("not ready %lld\n", cu.not_ready ? (long long)cu.not_ready() : -1LL);
+        printf("not ready %lld\n", not_ready ? (long long)not_ready() : -1LL);
     }
     fflush(stdout);
     MPI_Finalize();
