@@ -12,6 +12,7 @@
 #include "errbound_device.h"
 #include "errbound_device_ops.h"
 
+#include "../common/launch_grid.cuh"
 #include "../common/scan_device.cuh"
 
 #include <cuda_runtime.h>
@@ -22,17 +23,7 @@ namespace terse_errbound {
 namespace dev {
 namespace {
 
-constexpr int kThreads = 256;  // 8 warps per thread block
-constexpr unsigned kFull = 0xffffffffu;
-constexpr unsigned kMaxLoopBlocks = 1024;
-
-__device__ inline size_t thread_index() { return static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline size_t grid_stride() { return static_cast<size_t>(gridDim.x) * blockDim.x; }
-inline unsigned blocks_for(size_t threads) { return static_cast<unsigned>((threads + kThreads - 1) / kThreads); }
-inline unsigned loop_blocks_for(size_t n) {
-    const unsigned b = blocks_for(n);
-    return b == 0 ? 1 : (b < kMaxLoopBlocks ? b : kMaxLoopBlocks);
-}
+using namespace terse_codec::grid;
 
 // A plane word: one store where aligned, else byte by byte.
 __device__ inline void store_word(uint8_t *q, uint32_t v) {

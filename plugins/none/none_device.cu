@@ -5,13 +5,16 @@
 // over the rest.
 #include "none_device.h"
 
+#include "../common/launch_grid.cuh"
+
 #include <cuda_runtime.h>
 
 namespace terse_none {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr size_t kMaxBlocks = 8192;  // about 8 waves of an H200 (132 SMs x 8 blocks)
+using namespace terse_codec::grid;
+
+constexpr unsigned kMaxBlocks = 8192;  // about 8 waves of an H200 (132 SMs x 8 blocks)
 
 // 16 bytes of each operand per thread per step (4 floats, 8 bfloat16s), a
 // grid stride apart (each warp still reads and writes whole lines), all
@@ -59,10 +62,9 @@ int cuda_reduce(const terse_codec::ReduceJob &job, void *stream) {
     if (job.op != TERSE_OP_SUM && job.op != TERSE_OP_MAX && job.op != TERSE_OP_MIN)
         return TERSE_CODEC_ERR_UNSUPPORTED;
     const cudaStream_t s = static_cast<cudaStream_t>(stream);
-    size_t blocks = (job.count + kThreads - 1) / kThreads;
-    blocks = blocks < kMaxBlocks ? blocks : kMaxBlocks;
+    const unsigned blocks = capped_blocks(job.count, kMaxBlocks);
     const bool known = terse_codec::with_reduce_dtype(job.dtype, [&](auto tag) {
-        k_reduce<decltype(tag)::value><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(job);
+        k_reduce<decltype(tag)::value><<<blocks, kThreads, 0, s>>>(job);
     });
     if (!known) return TERSE_CODEC_ERR_UNSUPPORTED;
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return status_of(e);

@@ -11,6 +11,8 @@
 #include "quantize_device.h"
 #include "quantize_device_ops.h"
 
+#include "../common/launch_grid.cuh"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -19,22 +21,7 @@ namespace terse_quantize {
 namespace dev {
 namespace {
 
-constexpr int kThreads = 256;  // 8 warps per thread block
-constexpr unsigned kFull = 0xffffffffu;
-
-__device__ inline size_t thread_index() { return static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-
-inline unsigned blocks_for(size_t threads) { return static_cast<unsigned>((threads + kThreads - 1) / kThreads); }
-
-// Kernels that mostly have nothing to do (checks, the non-finite scan that
-// runs only after a refused element) loop over their indices on a small
-// grid, so that they cost a launch, not a thread per index.
-constexpr unsigned kMaxLoopBlocks = 1024;
-inline unsigned loop_blocks_for(size_t n) {
-    const unsigned b = blocks_for(n);
-    return b == 0 ? 1 : (b < kMaxLoopBlocks ? b : kMaxLoopBlocks);
-}
-__device__ inline size_t grid_stride() { return static_cast<size_t>(gridDim.x) * blockDim.x; }
+using namespace terse_codec::grid;
 
 // The word's 32 bits, aligned: one store; else (an odd payload address, the
 // short last group) byte by byte as store_code_word does.
@@ -92,9 +79,7 @@ constexpr int kGroups = 8;
 // once per warp, not once per kGroups groups.
 constexpr unsigned kMaxGroupBlocks = 4096;
 inline unsigned group_blocks_for(size_t groups) {
-    const size_t warps = (groups + kGroups - 1) / kGroups;
-    const unsigned b = blocks_for(32 * warps);
-    return b == 0 ? 1 : (b < kMaxGroupBlocks ? b : kMaxGroupBlocks);
+    return capped_blocks(32 * ((groups + kGroups - 1) / kGroups), kMaxGroupBlocks);
 }
 __device__ inline size_t warp_index() { return thread_index() / 32; }
 __device__ inline size_t warp_count() { return grid_stride() / 32; }

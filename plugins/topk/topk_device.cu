@@ -14,6 +14,7 @@
 #include "topk_device.h"
 #include "topk_device_ops.h"
 
+#include "../common/launch_grid.cuh"
 #include "../common/scan_device.cuh"
 
 #include <cub/block/block_reduce.cuh>
@@ -26,18 +27,13 @@ namespace terse_topk {
 namespace dev {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr unsigned kFull = 0xffffffffu;
+using namespace terse_codec::grid;
+
 constexpr unsigned kMaxGrid = 4096;
 constexpr int kPickThreads = 1024;  // 4 bins each
 static_assert(kPickThreads * 4 == kBins, "the pick kernel covers the bins");
 
-__device__ inline size_t thread_index() { return static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline size_t grid_stride() { return static_cast<size_t>(gridDim.x) * blockDim.x; }
-inline unsigned grid_for(size_t n) {
-    const size_t b = (n + kThreads - 1) / kThreads;
-    return b == 0 ? 1u : (b < kMaxGrid ? static_cast<unsigned>(b) : kMaxGrid);
-}
+inline unsigned grid_for(size_t n) { return capped_blocks(n, kMaxGrid); }
 
 __global__ void k_reset(DevResult *r, uint32_t *hist) {
     if (thread_index() == 0) reset_result(r);
