@@ -11,17 +11,19 @@
  * host path: host codec) and on device buffers: the results must be equal
  * bit for bit; against PMPI on host buffers they must be within the 8-bit
  * codes' bound.  Sizes include odd counts and chunks holding a non-finite
- * value (sent raw); float32 and float64; in place and not.  An
- * MPI_Iallreduce, an allreduce from host to device memory and a
- * reduce-scatter on device buffers are calls the path does not serve
+ * value (sent raw); float32 and float64; in place and not.  The decoupled
+ * halves (reduce-scatter block and v, allgather and v) on device buffers
+ * must equal the host path's too.  An MPI_Iallreduce, an allreduce from
+ * host to device memory and, on rank 1, an in-place reduce-scatter whose
+ * block overlaps its buffer's start are calls the path does not serve
  * (staged whole, with the host path's results).
  *
  * Usage: test_device_engine_mpi [mib=N,N,...]
  * mib=: also an MPI_Allreduce of each size in MiB, checked, then timed on
  * host and device buffers ("timing" lines, as test_device_staging_mpi).
- * Rank 0 prints "device calls N bytes B": the blocking allreduces made on
- * device buffers and what staging them whole would have copied (in and
- * out), and "not ready N": the fake driver's cuEventQuery answers
+ * Rank 0 prints "device calls N bytes B": the blocking calls it made on
+ * device buffers that the path serves and what staging them whole would
+ * have copied (in and out), and "not ready N": the fake driver's cuEventQuery answers
  * CUDA_ERROR_NOT_READY (the engine's waits for copies in flight), or -1
  * under a real driver. */
 #include "device_mpi_driver.h"
@@ -90,25 +92,99 @@ static void check(int count, MPI_Datatype dt, int in_place, long nonfinite, int 
     free(in), free(host), free(ref), free(got);
 }
 
-/* Calls the path does not serve, staged whole: a send buffer in host
- * memory with a receive buffer on the device (reason buffers), and a
- * reduce-scatter (reason kind); the results still equal the host path's. */
+/* A call the path does not serve, staged whole: a send buffer in host
+ * memory with a receive buffer on the device (reason buffers); the result
+ * still equals the host path's. */
 static void check_unserved(int count) {
-    const size_t bytes = (size_t)count * sizeof(float), all = bytes * (size_t)size;
-    float *in = malloc(all), *host = malloc(all), *got = malloc(all);
-    CHECK(in && host && got, "malloc %zu", all);
-    for (size_t i = 0; i < (size_t)count * size; ++i) in[i] = (float)value(i, 5);
+    const size_t bytes = (size_t)count * sizeof(float);
+    float *in = malloc(bytes), *host = malloc(bytes), *got = malloc(bytes);
+    CHECK(in && host && got, "malloc %zu", bytes);
+    for (size_t i = 0; i < (size_t)count; ++i) in[i] = (float)value(i, 5);
     CHECK(MPI_Allreduce(in, host, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "host allreduce");
-    float *d_out = dev_alloc(all), *d_in = dev_alloc(all);
+    float *d_out = dev_alloc(bytes);
     CHECK(MPI_Allreduce(in, d_out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "mixed allreduce");
     from_dev(got, d_out, bytes);
     CHECK(memcmp(got, host, bytes) == 0, "allreduce from host to device memory differs from the host path's");
-    CHECK(MPI_Reduce_scatter_block(in, host, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
-          "host rsb");
-    to_dev(d_in, in, all);
-    CHECK(MPI_Reduce_scatter_block(d_in, d_out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "rsb");
-    from_dev(got, d_out, bytes);
-    CHECK(memcmp(got, host, bytes) == 0, "reduce_scatter_block on device buffers differs from the host path's");
+    dev_free(d_out);
+    free(in), free(host), free(got);
+}
+
+/* The decoupled halves, as the engine runs them (CollKind in
+ * engine/coll_args.h). */
+enum half { RSB, RSV, AG, AGV };
+static const char *const half_name[] = {"reduce_scatter_block", "reduce_scatter", "allgather", "allgatherv"};
+
+/* One call of kind h on float buffers (send may be MPI_IN_PLACE). */
+static void call_half(enum half h, const void *send, void *recv, int count, const int *counts,
+                      const int *displs) {
+    int rc = MPI_ERR_OTHER;
+    switch (h) {
+    case RSB: rc = MPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case RSV: rc = MPI_Reduce_scatter(send, recv, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case AG: rc = MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case AGV:
+        rc = MPI_Allgatherv(send, counts[rank], MPI_FLOAT, recv, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+        break;
+    }
+    CHECK(rc == MPI_SUCCESS, "%s", half_name[h]);
+}
+
+/* Reduce-scatter (block and v) and allgather (and v) on device buffers,
+ * in place and not, against the same call on host buffers through terse:
+ * the same bits, the receive buffer's bytes outside the result (the
+ * allgatherv's gaps) included.  The v kinds' blocks are uneven (count +
+ * 3b elements) and the allgatherv's apart (5b elements of gap), so that
+ * on rank 1 an in-place reduce-scatter's block overlaps the start of its
+ * buffer, where its result goes: that rank stages it whole (reason
+ * buffers) while the others run on the device path. */
+static void check_half(enum half h, int count, int in_place) {
+    int counts[64], displs[64];
+    CHECK(size <= 64, "at most 64 ranks");
+    size_t total = 0, gathered = 0;
+    for (int b = 0; b < size; ++b) {
+        counts[b] = count + 3 * b;
+        displs[b] = (int)gathered + 5 * b;
+        total += (size_t)counts[b];
+        gathered = (size_t)displs[b] + (size_t)counts[b];
+    }
+    const size_t es = sizeof(float);
+    /* Elements of the send buffer and of the receive buffer, where this
+     * rank's block starts in an in-place allgather's receive buffer, and
+     * the result's elements. */
+    size_t nsend = 0, nrecv = 0, own = 0, nres = 0;
+    switch (h) {
+    case RSB:
+        nsend = (size_t)count * (size_t)size, nres = (size_t)count;
+        nrecv = in_place ? nsend : nres;
+        break;
+    case RSV:
+        nsend = total, nres = (size_t)counts[rank];
+        nrecv = in_place ? total : nres;
+        break;
+    case AG:
+        nsend = (size_t)count, nres = nrecv = (size_t)count * (size_t)size, own = (size_t)count * rank;
+        break;
+    case AGV: nsend = (size_t)counts[rank], nres = nrecv = gathered, own = (size_t)displs[rank]; break;
+    }
+    float *in = malloc(nsend * es), *host = malloc(nrecv * es), *got = malloc(nrecv * es);
+    CHECK(in && host && got, "malloc");
+    for (size_t i = 0; i < nsend; ++i) in[i] = (float)value(i, 11 + (int)h);
+    /* The receive buffer before the call: what the result replaces and
+     * the gaps a gather must leave alone; an in-place call's input. */
+    for (size_t i = 0; i < nrecv; ++i) host[i] = (float)(1000 + i % 7);
+    if (in_place) memcpy(host + own, in, nsend * es);
+    float *d_in = dev_alloc(nsend * es), *d_out = dev_alloc(nrecv * es);
+    to_dev(d_out, host, nrecv * es);
+    to_dev(d_in, in, nsend * es);
+    call_half(h, in_place ? MPI_IN_PLACE : (const void *)in, host, count, counts, displs);
+    call_half(h, in_place ? MPI_IN_PLACE : (const void *)d_in, d_out, count, counts, displs);
+    from_dev(got, d_out, nrecv * es);
+    CHECK(memcmp(got, host, nres * es) == 0,
+          "%s count %d in_place %d: device result differs from the host path's", half_name[h], count, in_place);
+    if (!(h == RSV && in_place && rank == 1)) {
+        ++device_calls;
+        device_bytes += (in_place ? 2 * nrecv : nsend + nrecv) * es;
+    }
     dev_free(d_in);
     dev_free(d_out);
     free(in), free(host), free(got);
@@ -162,6 +238,8 @@ int main(int argc, char **argv) {
     /* Not served: staged whole (the statistics name the reason). */
     check(100000, MPI_FLOAT, 0, -1, 1);
     check_unserved(30001);
+    for (int h = RSB; h <= AGV; ++h)
+        for (int in_place = 0; in_place <= 1; ++in_place) check_half((enum half)h, 30001 + 4096 * h, in_place);
     for (int i = 0; i < nmib; ++i) {
         const int count = (int)(((size_t)mib[i] << 20) / sizeof(float));
         check(count, MPI_FLOAT, 0, -1, 0);

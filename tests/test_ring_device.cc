@@ -1,5 +1,5 @@
 // The ring's device codec path (engine/schedules/ring_device.cc) on
-// simulated ranks, without CUDA: a DevicePort whose "device" is host
+// simulated ranks, allreduce and its two halves, without CUDA: a DevicePort whose "device" is host
 // memory and whose copies land only after being polled a few times, so
 // the engine's holds on frames in flight run on every interleaving.  A
 // rank on the port must end with the bits of a rank on host buffers, ranks
@@ -100,8 +100,14 @@ public:
                    : set_error(TERSE_ERR_CORRUPT, "sim decode");
     }
 
+    Status copy(void *dst, const void *src, size_t bytes) override {
+        ++copies_;
+        std::memmove(dst, src, bytes);
+        return TERSE_OK;
+    }
+
     unsigned fail_encode = 0;  // the encode (1-based) that fails; 0 none
-    unsigned encodes_ = 0, decodes_ = 0, not_ready_ = 0;
+    unsigned encodes_ = 0, decodes_ = 0, not_ready_ = 0, copies_ = 0;
 
 private:
     static constexpr size_t kSlots = 5;
@@ -187,6 +193,52 @@ TEST(RingDevice, DeviceRanksEndWithTheHostRanksBits) {
                 }
 }
 
+// The decoupled halves: a reduce-scatter alone (in place: the result built
+// in block r's place is moved to the start with the port's copy) and an
+// allgather alone (the owner's block decoded on the port from the bytes it
+// sends).
+TEST(RingDevice, HalvesOnThePortEndWithTheHostRanksBits) {
+    for (CollKind kind : {CollKind::ReduceScatterBlock, CollKind::Allgather})
+        for (int n : {2, 3, 5})
+            for (size_t count : {size_t(7), size_t(1000)})
+                for (bool in_place : {false, true})
+                    for (int mix : {0, 1}) {
+                        SCOPED_TRACE(std::string(coll_kind_name(kind)) + " n=" + std::to_string(n) +
+                                     " count=" + std::to_string(count) + (in_place ? " in place" : "") +
+                                     (mix ? " mixed" : " all device"));
+                        const size_t elems = kind == CollKind::Allgather ? count : count * size_t(n);
+                        auto in = make_inputs(TERSE_DTYPE_FLOAT32, elems, n, 17);
+                        RunSpec s = ring_spec(TERSE_DTYPE_FLOAT32, count, n, in_place);
+                        s.kind = kind;
+                        bool hung = false;
+                        World host_world(fixq_codec(), n, TERSE_DTYPE_FLOAT32, kMaxChunk);
+                        auto host = host_world.run(s, in, &hung);
+                        ASSERT_FALSE(hung);
+                        std::vector<std::unique_ptr<SimDevicePort>> ports;
+                        for (int r = 0; r < n; ++r) {
+                            const bool dev = mix == 0 || r % 2 == 1;
+                            ports.push_back(dev ? std::make_unique<SimDevicePort>(
+                                                      fixq_codec(), TERSE_DTYPE_FLOAT32, n, kMaxChunk, 1 + r % 2)
+                                                : nullptr);
+                            s.device.push_back(ports.back().get());
+                        }
+                        World dev_world(fixq_codec(), n, TERSE_DTYPE_FLOAT32, kMaxChunk);
+                        auto dev = dev_world.run(s, in, &hung);
+                        ASSERT_FALSE(hung);
+                        for (int r = 0; r < n; ++r) {
+                            ASSERT_EQ(host[r].status, TERSE_OK) << host[r].message;
+                            ASSERT_EQ(dev[r].status, TERSE_OK) << "rank " << r << ": " << dev[r].message;
+                            ASSERT_EQ(dev[r].out, host[r].out) << "rank " << r;
+                            if (!ports[r]) continue;
+                            EXPECT_GT(ports[r]->encodes_, 0u);
+                            EXPECT_GT(ports[r]->decodes_, 0u);
+                            // Only an in-place reduce-scatter off block 0 moves its result.
+                            const bool moves = kind == CollKind::ReduceScatterBlock && in_place && r > 0;
+                            EXPECT_EQ(ports[r]->copies_, moves ? 1u : 0u) << "rank " << r;
+                        }
+                    }
+}
+
 TEST(RingDevice, PortFailureReachesEveryRank) {
     for (int failing : {0, 2}) {
         const int n = 3;
@@ -209,7 +261,7 @@ TEST(RingDevice, PortFailureReachesEveryRank) {
     }
 }
 
-TEST(RingDevice, OnlyTheSummableRingAllreduceTakesAPort) {
+TEST(RingDevice, OnlyTheRingTakesAPort) {
     const int n = 2;
     SimDevicePort port(fixq_codec(), TERSE_DTYPE_FLOAT32, n, kMaxChunk, 1);
     RunSpec s = ring_spec(TERSE_DTYPE_FLOAT32, 1000, n, false);

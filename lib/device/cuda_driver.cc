@@ -45,7 +45,8 @@ bool resolve_staging(void *lib, Loaded *l) {
            resolve(lib, "cuEventSynchronize", &d.event_synchronize, l) &&
            resolve(lib, "cuMemAlloc_v2", &d.mem_alloc, l) && resolve(lib, "cuMemFree_v2", &d.mem_free, l) &&
            resolve(lib, "cuEventQuery", &d.event_query, l) &&
-           resolve(lib, "cuStreamWaitEvent", &d.stream_wait_event, l);
+           resolve(lib, "cuStreamWaitEvent", &d.stream_wait_event, l) &&
+           resolve(lib, "cuMemcpyDtoDAsync_v2", &d.memcpy_dtod_async, l);
 }
 
 void load(Loaded *l) {

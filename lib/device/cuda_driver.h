@@ -52,6 +52,8 @@ struct CudaDriver {
     decltype(&cuMemFree) mem_free = nullptr;
     decltype(&cuEventQuery) event_query = nullptr;
     decltype(&cuStreamWaitEvent) stream_wait_event = nullptr;
+    // An in-place reduce-scatter's result moved to the buffer's start.
+    decltype(&cuMemcpyDtoDAsync) memcpy_dtod_async = nullptr;
     int version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor
 };
 

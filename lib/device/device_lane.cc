@@ -103,6 +103,15 @@ Status DeviceLane::copy_in(void *dev, const void *host, size_t bytes) {
     return TERSE_OK;
 }
 
+Status DeviceLane::copy_device(void *dst, const void *src, size_t bytes) {
+    const auto d = reinterpret_cast<uintptr_t>(dst), f = reinterpret_cast<uintptr_t>(src);
+    if (bytes && d < f + bytes && f < d + bytes)
+        return set_error(TERSE_ERR_INVALID, "terse: device lane: a copy between overlapping ranges");
+    if (bytes == 0) return TERSE_OK;
+    const CUresult rc = d_.memcpy_dtod_async(d, f, bytes, compute_.get());
+    return rc == CUDA_SUCCESS ? TERSE_OK : cuda_error(d_, rc, "copying on the device");
+}
+
 Status DeviceLane::download(void *host, const void *dev, size_t bytes) {
     Status s = wait_in();
     for (size_t off = 0; off < bytes && s == TERSE_OK; off += slot_bytes_) {

@@ -74,6 +74,10 @@ public:
     // (statistics, which may exceed a slot).
     Status download(void *host, const void *dev, size_t bytes);
     Status upload(void *dev, const void *host, size_t bytes);
+    // Queues the copy of bytes from src to dst (device memory, ranges
+    // apart: the driver does not promise what an overlapping copy leaves)
+    // on the compute stream, after the work queued there.
+    Status copy_device(void *dst, const void *src, size_t bytes);
     // Waits for the compute stream.
     Status sync();
     // Waits for both streams: nothing the lane holds is in use after it.

@@ -4,15 +4,16 @@
 // without UCX's.  The runtime implements it (runtime/device_codecs.cc over
 // device/device_lane.h); the engine has no edge to device/.
 //
-// Only the pipelined ring's allreduce with a summable codec runs on device
-// buffers (runtime/device_codecs.h decides, identically on every rank as
-// far as the schedule goes; the memory kind is each rank's own, and the
-// frames are the host codec's bytes, so a device rank and a host rank
-// interoperate).  The operation encodes its own chunks on the device, each
-// payload copied to a pinned slot while the next one encodes and the
-// previous one is on the wire; the code-domain sums run on the host on
-// those payloads (small); the reduced payloads go back to the device and
-// are decoded there into the result.  Element buffers never cross.
+// Only the pipelined ring with a summable codec runs on device buffers:
+// an allreduce, a reduce-scatter or an allgather (runtime/device_codecs.h
+// decides, identically on every rank as far as the schedule goes; the
+// memory kind is each rank's own, and the frames are the host codec's
+// bytes, so a device rank and a host rank interoperate).  The operation
+// encodes its own chunks on the device, each payload copied to a pinned
+// slot while the next one encodes and the previous one is on the wire; the
+// code-domain sums run on the host on those payloads (small); the reduced
+// (or gathered) payloads go back to the device and are decoded there into
+// the result.  Element buffers never cross.
 //
 // Every call reports failures as a Status with the message set.
 #pragma once
@@ -51,6 +52,10 @@ public:
     // copied when raw.
     virtual Status decode(const uint8_t *payload, size_t len, bool raw, void *dst, size_t n, size_t agreed_at,
                           uint64_t seed) = 0;
+    // Queues the copy of bytes from src to dst (device, ranges apart) after
+    // the decodes queued: an in-place reduce-scatter's result, built in its
+    // own block's place, moved to the buffer's start.
+    virtual Status copy(void *dst, const void *src, size_t bytes) = 0;
 };
 
 }  // namespace terse

@@ -176,7 +176,7 @@ Status engine_start(const EngineEnv &env, const CommConfig &cfg, const CollArgs 
 Status engine_start_plan(const EngineEnv &env, const CollArgs &args, const Plan &chosen, Priority prio,
                          OpHandle *out) {
     const Plan plan = engine_tuned_plan(env, args, chosen);
-    if (env.device && (plan.schedule != Schedule::Ring || args.kind != CollKind::Allreduce))
+    if (env.device && plan.schedule != Schedule::Ring)
         return set_error(TERSE_ERR_INVALID,
                          "terse: a device codec call was planned on the %s schedule, which runs on host memory",
                          schedule_name(plan.schedule));

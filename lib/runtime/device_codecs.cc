@@ -2,6 +2,7 @@
 
 #include "terse_build_config.h"
 
+#include "capture/capture.h"
 #include "codec/codec_status.h"
 #include "codec/registry.h"
 #include "engine/device_port.h"
@@ -17,6 +18,7 @@
 #include "device/mem_kind.h"
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -33,17 +35,16 @@ namespace {
 // order is the TERSE_STATS line's.
 enum Reason : int {
     kOff,          // TERSE_DEVICE_CODECS=0
-    kKind,         // reduce-scatter, allgather
     kNonblocking,  // MPI_I* calls
     kSchedule,     // planned on another schedule than the ring
     kCodec,        // not summable, or no CUDA kernels
-    kChecks,       // verify, guard, error feedback
+    kChecks,       // verify, guard, error feedback, capture
     kBuffers,      // a buffer in host memory, or another context
     kUnavailable,  // the lane or the device instance could not be made
     kReasons
 };
-const char *const kReasonName[kReasons] = {"off",   "kind",   "nonblocking", "schedule",
-                                           "codec", "checks", "buffers",     "unavailable"};
+const char *const kReasonName[kReasons] = {"off",    "nonblocking", "schedule",   "codec",
+                                           "checks", "buffers",     "unavailable"};
 
 std::atomic<uint64_t> g_encoded_calls{0}, g_encoded_whole_bytes{0}, g_payload_bytes{0};
 std::atomic<uint64_t> g_whole[kReasons];
@@ -116,7 +117,8 @@ public:
     CUcontext context() const { return lane_.context(); }
 
     // The device instance of params for dtype (made at first need) and the
-    // lane sized for calls of count elements in chunks of chunk_elems.
+    // lane sized for calls of count elements (over every block) in chunks
+    // of chunk_elems.
     Status prepare(const CommState *st, const CodecParams &params, const CodecInstance &host, size_t count,
                    size_t chunk_elems);
     // After the operation: its last copies done (the result is in place
@@ -140,6 +142,11 @@ public:
     const uint8_t *slot_data(size_t slot) const override { return lane_.out_data(slot); }
     Status decode(const uint8_t *payload, size_t len, bool raw, void *dst, size_t n, size_t agreed_at,
                   uint64_t seed) override;
+    Status copy(void *dst, const void *src, size_t bytes) override {
+        device::ContextScope scope(lane_.driver(), lane_.context());
+        if (scope.status() != TERSE_OK) return scope.status();
+        return lane_.copy_device(dst, src, bytes);
+    }
 
 private:
     // Keyed by the communicator's parameters object and datatype: the
@@ -320,11 +327,43 @@ Status DeviceCodecs::decode(const uint8_t *payload, size_t len, bool raw, void *
 
 namespace {
 
+// A call's elements: over every block (what the ring chunks), and the
+// spans of its send and receive buffers (in place: the receive buffer
+// holds the input too).
+struct CallSpans {
+    size_t total = 0, send = 0, recv = 0;
+};
+CallSpans call_spans(const CollArgs &a, int rank, int size) {
+    CallSpans c;
+    const size_t n = size_t(size);
+    switch (a.kind) {
+    case CollKind::Allreduce: c.total = c.send = c.recv = a.count; break;
+    case CollKind::ReduceScatterBlock:
+        c.total = c.send = a.count * n;
+        c.recv = a.in_place ? c.total : a.count;
+        break;
+    case CollKind::ReduceScatter:
+        c.total = c.send = a.count;
+        c.recv = a.in_place ? c.total : a.counts[rank];
+        break;
+    case CollKind::Allgather:
+        c.total = c.recv = a.count * n;
+        c.send = a.count;
+        break;
+    case CollKind::Allgatherv:
+        c.total = a.count;
+        c.send = a.counts[rank];
+        for (size_t b = 0; b < n; ++b) c.recv = std::max(c.recv, a.displs[b] + a.counts[b]);
+        break;
+    }
+    return c;
+}
+
 // Whether the call's buffers are device memory of one context; *ctx it.
-bool device_buffers(const CollArgs &a, const CudaDriver &d, CUcontext *ctx) {
-    const size_t bytes = a.count * dtype_size(a.dtype);
-    if (device::buffer_mem_kind(a.recvbuf, bytes) != TERSE_MEM_CUDA) return false;
-    if (!a.in_place && device::buffer_mem_kind(a.sendbuf, bytes) != TERSE_MEM_CUDA) return false;
+bool device_buffers(const CollArgs &a, const CallSpans &span, const CudaDriver &d, CUcontext *ctx) {
+    const size_t es = dtype_size(a.dtype);
+    if (device::buffer_mem_kind(a.recvbuf, span.recv * es) != TERSE_MEM_CUDA) return false;
+    if (!a.in_place && device::buffer_mem_kind(a.sendbuf, span.send * es) != TERSE_MEM_CUDA) return false;
     CUcontext rc = nullptr, sc = nullptr;
     if (device::buffer_context(d, a.recvbuf, &rc) != TERSE_OK) return false;
     if (!a.in_place && (device::buffer_context(d, a.sendbuf, &sc) != TERSE_OK || sc != rc)) return false;
@@ -332,16 +371,33 @@ bool device_buffers(const CollArgs &a, const CudaDriver &d, CUcontext *ctx) {
     return true;
 }
 
+// An in-place reduce-scatter builds its result in its own block's place
+// and moves it to the buffer's start at the end (ring_op.h); on the device
+// that is one copy, which must not overlap (device_lane.h).
+bool result_move_overlaps(const CollArgs &a, int rank) {
+    if (!a.in_place || !coll_reduces(a.kind) || coll_gathers(a.kind)) return false;
+    size_t off = 0, len = a.count;
+    if (a.kind == CollKind::ReduceScatterBlock) {
+        off = size_t(rank) * a.count;
+    } else {
+        for (int b = 0; b < rank; ++b) off += a.counts[b];
+        len = a.counts[rank];
+    }
+    return off > 0 && off < len;
+}
+
 // The reason a call is not served, or kReasons when it is.
 Reason refusal(CommState *st, const CollArgs &a, const CollectiveChoice &c, const Plan &plan) {
     if (runtime_global().device_codecs == 0) return kOff;
-    if (a.kind != CollKind::Allreduce) return kKind;
     const CodecSlot &slot = st->codecs[c.slot];
     const terse_codec_descriptor_t *d = slot.desc();
     if (!d || d->mode != TERSE_REDUCE_SUMMABLE || codec_is_identity(d) || !(d->mem_kinds & TERSE_MEM_CUDA) ||
         !d->stats || !d->stats_count || !d->combine)
         return kCodec;
-    if (st->config.verify || st->guard.every || (slot.feedback && !st->guard.tripped)) return kChecks;
+    // Capture records an allreduce's input from the host.
+    if (st->config.verify || st->guard.every || (slot.feedback && !st->guard.tripped) ||
+        (a.kind == CollKind::Allreduce && capture_active()))
+        return kChecks;
     if (plan.schedule != Schedule::Ring) return kSchedule;
     return kReasons;
 }
@@ -362,9 +418,14 @@ Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoic
         return TERSE_OK;
     }
     const CudaDriver *d = device::cuda_driver();
+    const CallSpans span = call_spans(a, st->rank, st->size);
     CUcontext ctx = nullptr;
-    if (!d || !device_buffers(a, *d, &ctx)) {
+    if (!d || !device_buffers(a, span, *d, &ctx)) {
         note_whole(kBuffers, "a buffer is not device memory of the other's context");
+        return TERSE_OK;
+    }
+    if (result_move_overlaps(a, st->rank)) {
+        note_whole(kBuffers, "an in-place reduce-scatter whose block overlaps the start of its buffer");
         return TERSE_OK;
     }
     if (st->device && st->device->context() != ctx) {
@@ -393,7 +454,7 @@ Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoic
     CodecInstance *host = nullptr;
     s = comm_state_codec(st, choice.slot, a.dtype, &host);
     if (s == TERSE_OK)
-        s = st->device->prepare(st, *st->codecs[choice.slot].params, *host, a.count, plan.chunk_elems);
+        s = st->device->prepare(st, *st->codecs[choice.slot].params, *host, span.total, plan.chunk_elems);
     if (s != TERSE_OK) {
         // Local, before anything was started: this rank stages the call
         // whole and runs the same operation as its peers.  A codec's
@@ -406,9 +467,10 @@ Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoic
     }
     *served = true;
     g_encoded_calls.fetch_add(1, std::memory_order_relaxed);
-    const size_t bytes = a.count * dtype_size(a.dtype);
-    // What staging it whole would have copied: the input in, the result out.
-    g_encoded_whole_bytes.fetch_add(2 * bytes, std::memory_order_relaxed);
+    // What staging it whole would have copied: the input in, the result out
+    // (in place: the buffer both ways).
+    const size_t whole = a.in_place ? 2 * span.recv : span.send + span.recv;
+    g_encoded_whole_bytes.fetch_add(whole * dtype_size(a.dtype), std::memory_order_relaxed);
     s = collective_run(st, a, choice, st->device.get());
     const std::string msg = s != TERSE_OK ? last_error() : "";
     Status f = st->device->finish();

@@ -2,16 +2,19 @@
 // device instance, so that only encoded payloads cross to the host.
 //
 // The engine takes a call in device memory either way; this decides how
-// its buffers reach it.  A blocking MPI_Allreduce whose send (or in-place)
-// and receive buffers are device memory of one context, planned on the
-// ring schedule with a summable codec that offers TERSE_MEM_CUDA, without
-// verification, the error guard or error feedback, runs on the device
-// buffers themselves (engine/device_port.h): the codec's device instance
-// encodes and decodes there, and the communicator's lane
-// (device/device_lane.h) carries the payloads through pinned host memory.
-// Every other call the engine takes on device buffers is staged whole
-// through pinned host memory as before (device/staged_call.h), and the
-// statistics say why.  TERSE_DEVICE_CODECS=0 stages every call whole.
+// its buffers reach it.  A blocking MPI_Allreduce, reduce-scatter (block
+// or v) or allgather (or v) whose send (or in-place) and receive buffers
+// are device memory of one context, planned on the ring schedule with a
+// summable codec that offers TERSE_MEM_CUDA, without verification, the
+// error guard, error feedback or capture, runs on the device buffers
+// themselves (engine/device_port.h): the codec's device instance encodes
+// and decodes there, and the communicator's lane (device/device_lane.h)
+// carries the payloads through pinned host memory.  An in-place
+// reduce-scatter whose own block overlaps the start of its buffer (where
+// its result goes: uneven counts only) is the exception.  Every other call
+// the engine takes on device buffers is staged whole through pinned host
+// memory as before (device/staged_call.h), and the statistics say why.
+// TERSE_DEVICE_CODECS=0 stages every call whole.
 //
 // The decision reads only this rank's buffers and agreed state, and never
 // changes the schedule, the frames or the messages: a rank on the device

@@ -262,6 +262,25 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) 
     return copy(dst, reinterpret_cast<const void *>(src), n, false, s);
 }
 
+// Device to device, in the caller like the other asynchronous copies.
+// Overlapping ranges are refused: the real driver does not promise what
+// such a copy leaves, so terse must never ask for one.
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (!inside(uintptr_t(dst), n, true) || !inside(uintptr_t(src), n, true)) return CUDA_ERROR_INVALID_VALUE;
+    if (dst < src + n && src < dst + n) return CUDA_ERROR_INVALID_VALUE;
+    g_async_copies.fetch_add(1);
+    order_after_legacy(s);
+    const uintptr_t lo = std::min(dst, src) & ~(page() - 1);
+    const uintptr_t hi = (std::max(dst, src) + n + page() - 1) & ~(page() - 1);
+    mprotect(reinterpret_cast<void *>(lo), hi - lo, PROT_READ | PROT_WRITE);
+    memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n);
+    mprotect(reinterpret_cast<void *>(lo), hi - lo, PROT_NONE);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     if (!has_context()) return CUDA_ERROR_INVALID_CONTEXT;
     if (flags & ~unsigned(CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;

@@ -13,9 +13,19 @@ void RingOp::ag_primary(size_t k, OutFrame *out) {
     const size_t n = plan_chunks_.chunk_len(b, k), g = plan_chunks_.global(b, k);
     uint8_t *buf = pool().get();
     if (!buf) return emergency_poison_out(n, out);
+    uint8_t *dst = result(b, k);
+    if (dev_) {
+        // Encoded on the device ahead (ring_device.cc); this rank's copy
+        // decoded there from the very bytes the others get.
+        out->len = dev_take(b, k, buf);
+        out->data = buf;
+        out->owned = buf;
+        FrameInfo fi = trusted_info(buf, out->len);
+        if (!(fi.flags & FRAME_POISON)) dev_decode(fi, g, dst, n);
+        return;
+    }
     const uint8_t *src = own(b, k);
     size_t len = encode_frame(src, n, g, buf, 1);
-    uint8_t *dst = result(b, k);
     FrameInfo fi = trusted_info(buf, len);
     if (!(fi.flags & FRAME_POISON)) {
         if (feedback_on() && !(fi.flags & FRAME_RAW)) {

@@ -83,8 +83,17 @@ Status RingOp::body(bool *done) {
     }
     Status s = stream_.progress(done);
     if (s != TERSE_OK || !*done) return s;
-    if (rs_dst_ && rs_dst_ != args_.recvbuf && !poisoned())
-        std::memmove(args_.recvbuf, rs_dst_, plan_chunks_.blocks[size_t(r_)].len * esize_);
+    if (rs_dst_ && rs_dst_ != args_.recvbuf && !poisoned()) {
+        const size_t bytes = plan_chunks_.blocks[size_t(r_)].len * esize_;
+        if (!dev_) {
+            std::memmove(args_.recvbuf, rs_dst_, bytes);
+        } else {
+            // The runtime serves only in-place calls whose block r lies
+            // apart from the buffer's start (runtime/device_codecs.cc).
+            Status cs = dev_->copy(args_.recvbuf, rs_dst_, bytes);
+            if (cs != TERSE_OK) fail_local(cs, last_error());  // the close agreement tells the others
+        }
+    }
     return TERSE_OK;
 }
 
@@ -95,7 +104,7 @@ void RingOp::stream_primary(size_t j, OutFrame *out) {
 
 bool RingOp::stream_primary_ready(size_t j) {
     if (!dev_) return true;
-    return dev_poll(size_t(mod(r_ - 1)), j);
+    return dev_poll(primary_block(), j);
 }
 
 bool RingOp::stream_received_ready(size_t i) {

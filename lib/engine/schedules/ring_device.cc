@@ -21,19 +21,19 @@ constexpr size_t kDevReserved = 2;
 }  // namespace
 
 Status RingOp::dev_begin() {
-    if (args_.kind != CollKind::Allreduce || mode_ != TERSE_REDUCE_SUMMABLE || identity_)
-        return set_error(TERSE_ERR_INVALID,
-                         "terse: the ring runs device buffers only for an allreduce with a summable codec");
+    if (mode_ != TERSE_REDUCE_SUMMABLE || identity_)
+        return set_error(TERSE_ERR_INVALID, "terse: the ring runs device buffers only with a summable codec");
     const size_t slots = dev_->slots();
     if (slots <= kDevReserved)
         return set_error(TERSE_ERR_INVALID, "terse: a device lane of %zu slots cannot run the ring", slots);
     try {
         dev_chunks_.assign(plan_chunks_.total_chunks, DevChunk{});
         dev_slot_used_.assign(slots, 0);
-        // Block r-1 goes out first (the primaries), then each hop t needs
-        // this rank's chunk of block r-t-1 (ring_op.h).
-        for (int t = 1; t <= n_; ++t) {
-            const uint32_t b = uint32_t(mod(r_ - t));
+        // With a reduce-scatter phase block r-1 goes out first (the
+        // primaries), then each hop t needs this rank's chunk of block
+        // r-t-1 (ring_op.h); an allgather alone encodes only block r.
+        for (int t = 1; t <= (has_rs_ ? n_ : 1); ++t) {
+            const uint32_t b = uint32_t(has_rs_ ? mod(r_ - t) : r_);
             for (size_t k = 0; k < plan_chunks_.blocks[b].nchunks; ++k) dev_order_.push_back({b, k});
         }
     } catch (const std::bad_alloc &) {

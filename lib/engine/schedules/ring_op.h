@@ -17,8 +17,8 @@
 //   summable:   combine(in, encode(own)) in the code domain;
 //   raw frames (incompressible or non-finite chunks) are reduced as
 //   elements and stay raw.
-// On device buffers (EngineEnv::device, engine/device_port.h: allreduce,
-// summable codecs) this rank's own frames are encoded on the device ahead
+// On device buffers (EngineEnv::device, engine/device_port.h: summable
+// codecs, every kind) this rank's own frames are encoded on the device ahead
 // of need, in the order the ring sends them, and reach the host through
 // the port's pinned slots; a frame whose copy has not landed yet holds its
 // send or hop back (stream_*_ready) while the stream goes on with what
@@ -86,6 +86,9 @@ private:
     // the frames asked for now).
     void dev_pump();
     bool dev_launch(size_t b, size_t k);
+    // The block this rank's primaries come from: r-1 with a reduce-scatter
+    // phase, else its own.
+    size_t primary_block() const { return size_t(mod(has_rs_ ? r_ - 1 : r_)); }
     // Whether own chunk (b, k) can be taken now (also when poisoned: the
     // taker then sends poison); starts it when idle.
     bool dev_poll(size_t b, size_t k);

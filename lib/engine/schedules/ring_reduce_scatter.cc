@@ -136,7 +136,9 @@ void RingOp::rs_summable(const Msg &m, const FrameInfo &fi, uint8_t *buf, OutFra
     pool().put(buf);
     if (!out) {
         FrameInfo rfi = trusted_info(nb, len);
-        decode_frame(rfi, g, rs_dst_ + k * plan_chunks_.chunk * esize_, n, false);
+        uint8_t *dst = rs_dst_ + k * plan_chunks_.chunk * esize_;
+        if (dev_) dev_decode(rfi, g, dst, n);
+        else decode_frame(rfi, g, dst, n, false);
         pool().put(nb);
         return;
     }
