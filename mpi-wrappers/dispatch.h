@@ -70,9 +70,9 @@ inline int mpi_code(MPI_Comm comm, Status s, const char *call) {
 // call: before the completion call that completes it returns).  A
 // CUDA-aware MPI library (device::mpi_reads_device_memory(), found at
 // MPI_Init) gets the device buffers of the calls it serves as they are;
-// the engine gets host copies, except for the blocking allreduces the
-// device codec path serves (runtime/device_codecs.h), whose codec runs on
-// the device buffers.  The memory kind is this rank's own
+// the engine gets host copies, except for the calls the device codec path
+// serves (runtime/device_codecs.h), whose codec runs on the device
+// buffers.  The memory kind is this rank's own
 // (MPI does not require it to match), so it never changes the route, only
 // which buffers the route's library is handed.
 
@@ -242,10 +242,12 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
 }
 
 // Step 2 after the decision: the MPI call m, or engine(st, choice, args,
-// pass_here, staged) for a call terse takes, where args are the call's (a,
-// or the host copies' for a call in device memory), pass_here() the MPI
-// call on those buffers and *staged (null for a call not staged) the
-// staging a non-blocking call takes over until it completes; engine
+// pass_here, staged, lease) for a call terse takes, where args are the
+// call's (a, or the host copies' for a call in device memory), pass_here()
+// the MPI call on those buffers, *staged (null for a call not staged) the
+// staging a non-blocking call takes over until it completes, and lease
+// (null but for a non-blocking call the device codec path serves, on its
+// device buffers) the communicator's device lane it takes over; engine
 // returns the MPI code the call returns.
 template <class Call, class Engine>
 int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, bool nonblocking,
@@ -269,10 +271,10 @@ int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *cal
     }
     if (__builtin_expect(a.mem != TERSE_MEM_CUDA, 1)) {
         std::unique_ptr<device::StagedCall> none;
-        return engine(st, choice, a, m, &none);
+        return engine(st, choice, a, m, &none, nullptr);
     }
-    // A blocking allreduce the device codec path serves runs on the device
-    // buffers themselves, only its payloads crossing to the host
+    // A call the device codec path serves runs on the device buffers
+    // themselves, only its payloads crossing to the host
     // (runtime/device_codecs.h); every other call gets host copies.
     if (!nonblocking && !choice.probe_mpi) {
         if (st->nb) nb_drain(st);
@@ -280,14 +282,19 @@ int follow_route(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *cal
         const Status ds = device_codecs_run(st, a, choice, &served);
         if (served) return mpi_code(comm, ds, call);
     } else if (nonblocking) {
-        device_codecs_note_whole("a non-blocking call");
+        std::unique_ptr<DeviceLease> lease;
+        device_codecs_lease(st, a, choice, &lease);
+        if (lease) {
+            std::unique_ptr<device::StagedCall> none;
+            return engine(st, choice, a, m, &none, &lease);
+        }
     }
     auto sc = std::make_unique<device::StagedCall>();
     rc = stage_in(comm, call, m, sc.get());
     if (rc != MPI_SUCCESS) return rc;
     const device::StagedCall &copies = *sc;
     rc = engine(
-        st, choice, host_args(a, copies), [&] { return m.on(copies); }, &sc);
+        st, choice, host_args(a, copies), [&] { return m.on(copies); }, &sc, nullptr);
     // A non-blocking call took the staging over (nb_start).
     if (rc != MPI_SUCCESS || !sc) return rc;
     return mpi_code(comm, sc->finish(), call);
@@ -301,7 +308,7 @@ int run_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *c
     return follow_route(
         comm, a, bytes, call, false, m,
         [&](CommState *st, const CollectiveChoice &choice, const CollArgs &args, auto &&pass,
-            std::unique_ptr<device::StagedCall> *) {
+            std::unique_ptr<device::StagedCall> *, std::unique_ptr<DeviceLease> *) {
             if (choice.probe_mpi) {
                 // The planner re-measures the MPI library on this call.
                 if (st->nb) nb_drain(st);
@@ -322,8 +329,9 @@ template <class Call>
 int start_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, const char *call, int prio, const Call &m) {
     return follow_route(comm, a, bytes, call, true, m,
                         [&](CommState *st, const CollectiveChoice &choice, const CollArgs &args, auto &&,
-                            std::unique_ptr<device::StagedCall> *staged) {
-                            Status s = nb_start(st, args, choice, prio, call, m.request, std::move(*staged));
+                            std::unique_ptr<device::StagedCall> *staged, std::unique_ptr<DeviceLease> *lease) {
+                            Status s = nb_start(st, args, choice, prio, call, m.request, std::move(*staged),
+                                                lease ? std::move(*lease) : nullptr);
                             // Operations of other communicators may wait for this thread's MPI.
                             if (s == TERSE_OK) nb_poll(true);
                             return mpi_code(comm, s, call);

@@ -7,11 +7,12 @@
 # (TERSE_ALGORITHM=ring) and 3 (the planner's ring), several sizes with
 # odd counts, raw chunks, float and double, in place: results bitwise equal
 # to the host path's (test_device_engine_mpi checks), and so are
-# reduce-scatters and allgathers (block and v, in place and not), every
-# blocking call counted as device_encoded in the TERSE_STATS process line,
-# the payload bytes staged well under what whole staging copies, the calls
-# the path does not serve (non-blocking, a host send buffer, rank 1's
-# in-place reduce-scatter whose block overlaps its buffer's start; then
+# reduce-scatters and allgathers (block and v, in place and not) and
+# non-blocking calls, every call served counted as device_encoded in the
+# TERSE_STATS process line, the payload bytes staged well under what whole
+# staging copies, the calls the path does not serve (a non-blocking call
+# while another holds the lane, a host send buffer, rank 1's in-place
+# reduce-scatter whose block overlaps its buffer's start; then
 # TERSE_VERIFY=1) staged whole with their reasons, a codec refusing a
 # device instance (errbound zstd=on) said once per type and its calls
 # staged whole, and the engine's waits for copies in flight
@@ -60,7 +61,7 @@ for run in "2 ring" "3 auto"; do
         { failed="$failed np=$np(whole)"; echo "the calls not served are not counted as staged whole with their reasons"; }
     # Rank 1's in-place reduce-scatter (uneven counts) overlaps its
     # buffer's start: staged whole there, beside ranks on the device path.
-    grep -q "terse stats: process rank=1 .* device_whole=3 device_whole_why=nonblocking:1,buffers:2" "$out" ||
+    grep -q "terse stats: process rank=1 .* device_whole_why=.*buffers:2" "$out" ||
         { failed="$failed np=$np(overlap)"; echo "rank 1's overlapping in-place reduce-scatter was not staged whole"; }
     [ "${notready:-0}" -gt 0 ] ||
         { failed="$failed np=$np(not ready)"; echo "the engine never met a copy in flight"; }
@@ -71,7 +72,7 @@ done
 echo "== np=2 TERSE_DEVICE_CODECS=0: every call staged whole"
 if TERSE_DEVICE_CODECS=0 TERSE_ALGORITHM=ring run_np 2 ./test_device_engine_mpi >"$out" 2>&1; then
     grep "terse stats: process rank=0 " "$out"
-    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=off:16,nonblocking:1" "$out" ||
+    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=off:20" "$out" ||
         { failed="$failed off"; echo "TERSE_DEVICE_CODECS=0 did not stage every call whole"; }
 else
     tail -30 "$out"
@@ -81,7 +82,7 @@ fi
 echo "== np=2 TERSE_VERIFY=1: verified calls are staged whole"
 if TERSE_VERIFY=1 TERSE_ALGORITHM=ring run_np 2 ./test_device_engine_mpi >"$out" 2>&1; then
     grep "terse stats: process rank=0 " "$out"
-    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=nonblocking:1,checks:16" "$out" ||
+    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=checks:20" "$out" ||
         { failed="$failed verify"; echo "verified calls were not staged whole for their checks"; }
 else
     tail -30 "$out"
@@ -96,7 +97,7 @@ if TERSE_CODEC=errbound:abs=1e-3,zstd=on TERSE_ALGORITHM=ring run_np 2 ./test_de
     echo "   refusal lines: $refusals (2 ranks x float, double)"
     [ "$refusals" = 4 ] || { failed="$failed refusal(lines)"; echo "the refusal was not said once per rank and type"; }
     ! grep -q "the call is staged whole" "$out" || { failed="$failed refusal(per call)"; echo "a warning per call"; }
-    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=nonblocking:1,buffers:1,unavailable:15" "$out" ||
+    [ "$(num device_encoded)" = 0 ] && grep -q "device_whole_why=buffers:1,unavailable:19" "$out" ||
         { failed="$failed refusal(whole)"; echo "the refused calls were not staged whole as unavailable"; }
 else
     tail -30 "$out"

@@ -13,10 +13,12 @@
  * codes' bound.  Sizes include odd counts and chunks holding a non-finite
  * value (sent raw); float32 and float64; in place and not.  The decoupled
  * halves (reduce-scatter block and v, allgather and v) on device buffers
- * must equal the host path's too.  An MPI_Iallreduce, an allreduce from
- * host to device memory and, on rank 1, an in-place reduce-scatter whose
- * block overlaps its buffer's start are calls the path does not serve
- * (staged whole, with the host path's results).
+ * must equal the host path's too, and so must non-blocking calls.  A
+ * non-blocking call issued while another one holds the communicator's
+ * device lane, an allreduce from host to device memory and, on rank 1, an
+ * in-place reduce-scatter whose block overlaps its buffer's start are
+ * calls the path does not serve (staged whole, with the host path's
+ * results).
  *
  * Usage: test_device_engine_mpi [mib=N,N,...]
  * mib=: also an MPI_Allreduce of each size in MiB, checked, then timed on
@@ -32,6 +34,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, size;
 static unsigned long long device_calls, device_bytes;
@@ -71,9 +74,9 @@ static void check(int count, MPI_Datatype dt, int in_place, long nonfinite, int 
         CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Wait");
     } else {
         CHECK(MPI_Allreduce(send, d_out, count, dt, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "MPI_Allreduce");
-        ++device_calls;
-        device_bytes += 2 * bytes;
     }
+    ++device_calls;
+    device_bytes += 2 * bytes;
     from_dev(got, d_out, bytes);
     CHECK(memcmp(got, host, bytes) == 0,
           "allreduce count %d %s in_place %d nonfinite %ld nb %d: device result differs from the host path's",
@@ -190,6 +193,43 @@ static void check_half(enum half h, int count, int in_place) {
     free(in), free(host), free(got);
 }
 
+/* Two non-blocking calls on device buffers in flight at once: the first
+ * (a reduce-scatter) holds the communicator's device lane until it ends,
+ * so the second (an allreduce) is staged whole (reason nonblocking).  Rank
+ * 1 issues its calls late, so that on rank 0 the first cannot end before
+ * the second is issued; rank 0's statistics are the ones checked. */
+static void check_nb_pair(int count) {
+    const size_t bytes = (size_t)count * sizeof(float), all = bytes * (size_t)size;
+    float *in = malloc(all), *host_rs = malloc(bytes), *host_ar = malloc(all), *got = malloc(all);
+    CHECK(in && host_rs && host_ar && got, "malloc %zu", all);
+    for (size_t i = 0; i < (size_t)count * size; ++i) in[i] = (float)value(i, 7);
+    CHECK(MPI_Reduce_scatter_block(in, host_rs, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "host reduce_scatter_block");
+    CHECK(MPI_Allreduce(in, host_ar, count * size, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "host allreduce");
+    float *d_in = dev_alloc(all), *d_rs = dev_alloc(bytes), *d_ar = dev_alloc(all);
+    to_dev(d_in, in, all);
+    if (rank == 1) usleep(200000);
+    MPI_Request req[2];
+    CHECK(
+        MPI_Ireduce_scatter_block(d_in, d_rs, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[0]) == MPI_SUCCESS,
+        "Ireduce_scatter_block");
+    CHECK(MPI_Iallreduce(d_in, d_ar, count * size, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[1]) == MPI_SUCCESS,
+          "Iallreduce");
+    CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "MPI_Waitall");
+    ++device_calls;
+    device_bytes += all + bytes;
+    from_dev(got, d_rs, bytes);
+    CHECK(memcmp(got, host_rs, bytes) == 0,
+          "Ireduce_scatter_block on device buffers differs from the host path's");
+    from_dev(got, d_ar, all);
+    CHECK(memcmp(got, host_ar, all) == 0, "a staged Iallreduce on device buffers differs from the host path's");
+    dev_free(d_in);
+    dev_free(d_rs);
+    dev_free(d_ar);
+    free(in), free(host_rs), free(host_ar), free(got);
+}
+
 static void time_host_and_device(int count) {
     const size_t bytes = (size_t)count * sizeof(float);
     int iters = (int)(((size_t)256 << 20) / bytes);
@@ -235,8 +275,11 @@ int main(int argc, char **argv) {
     check(1048579, MPI_FLOAT, 0, -1, 0); /* several chunks per block */
     /* Repeated: the lane and the device instance are reused. */
     check(100000, MPI_FLOAT, 0, -1, 0);
-    /* Not served: staged whole (the statistics name the reason). */
+    /* Non-blocking, alone: served too. */
     check(100000, MPI_FLOAT, 0, -1, 1);
+    check(65537, MPI_FLOAT, 1, 40000, 1);
+    /* Not served: staged whole (the statistics name the reason). */
+    check_nb_pair(50001);
     check_unserved(30001);
     for (int h = RSB; h <= AGV; ++h)
         for (int in_place = 0; in_place <= 1; ++in_place) check_half((enum half)h, 30001 + 4096 * h, in_place);

@@ -172,7 +172,7 @@ std::vector<ConfigKey> make_table() {
         row("node_key", &GlobalConfig::node_key, NodeKey{}, env,
             "this rank's node for algorithm=two_level, instead of the MPI library's shared-memory split"),
         row("device_codecs", &GlobalConfig::device_codecs,
-            Choice<int>{{{"1", 1, "a summable codec with CUDA kernels encodes allreduces on device buffers"},
+            Choice<int>{{{"1", 1, "a summable codec with CUDA kernels encodes collectives on device buffers"},
                          {"0", 0, "every call on device buffers is staged whole through host memory"}}},
             env, "allreduces on CUDA device buffers: run the codec's device instance, or stage them whole"),
     };

@@ -35,7 +35,7 @@ namespace {
 // order is the TERSE_STATS line's.
 enum Reason : int {
     kOff,          // TERSE_DEVICE_CODECS=0
-    kNonblocking,  // MPI_I* calls
+    kNonblocking,  // an MPI_I* call while another one holds the lane
     kSchedule,     // planned on another schedule than the ring
     kCodec,        // not summable, or no CUDA kernels
     kChecks,       // verify, guard, error feedback, capture
@@ -55,8 +55,6 @@ void note_whole(Reason r, const char *why) {
 }
 
 }  // namespace
-
-void device_codecs_note_whole(const char *reason) { note_whole(kNonblocking, reason); }
 
 std::string device_codecs_stats() {
 #ifdef TERSE_HAVE_CUDA
@@ -91,6 +89,14 @@ Status device_codecs_run(CommState *, const CollArgs &, const CollectiveChoice &
     return TERSE_OK;
 }
 
+void device_codecs_lease(CommState *, const CollArgs &, const CollectiveChoice &,
+                         std::unique_ptr<DeviceLease> *lease) {
+    lease->reset();
+}
+DevicePort *DeviceLease::port() const { return nullptr; }
+Status DeviceLease::release() { return TERSE_OK; }
+DeviceLease::~DeviceLease() = default;
+
 #else
 
 using device::CudaDriver;
@@ -121,8 +127,11 @@ public:
     // of chunk_elems.
     Status prepare(const CommState *st, const CodecParams &params, const CodecInstance &host, size_t count,
                    size_t chunk_elems);
+    // Whether a non-blocking call holds the lane (DeviceLease).
+    bool leased = false;
+
     // After the operation: its last copies done (the result is in place
-    // before MPI_Allreduce returns).
+    // before the call returns, or its request completes).
     Status finish() {
         device::ContextScope scope(lane_.driver(), lane_.context());
         if (scope.status() != TERSE_OK) return scope.status();
@@ -402,35 +411,43 @@ Reason refusal(CommState *st, const CollArgs &a, const CollectiveChoice &c, cons
     return kReasons;
 }
 
-}  // namespace
-
-Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoice &choice, bool *served) {
-    *served = false;
+// The communicator's device codecs made ready for call a, if the device
+// path serves it: the lane and the codec's device instance made at first
+// need and prepared for the call.  Else nullptr, nothing started, and the
+// call counted as staged whole with its reason.
+DeviceCodecs *ready_for(CommState *st, const CollArgs &a, const CollectiveChoice &choice, bool nonblocking) {
     Plan plan;
     Status s = collective_plan(st, a, choice, &plan);
     if (s != TERSE_OK) {
         note_whole(kUnavailable, last_error());
-        return TERSE_OK;
+        return nullptr;
     }
     const Reason r = refusal(st, a, choice, plan);
     if (r != kReasons) {
         note_whole(r, kReasonName[r]);
-        return TERSE_OK;
+        return nullptr;
     }
     const CudaDriver *d = device::cuda_driver();
     const CallSpans span = call_spans(a, st->rank, st->size);
     CUcontext ctx = nullptr;
     if (!d || !device_buffers(a, span, *d, &ctx)) {
         note_whole(kBuffers, "a buffer is not device memory of the other's context");
-        return TERSE_OK;
+        return nullptr;
     }
     if (result_move_overlaps(a, st->rank)) {
         note_whole(kBuffers, "an in-place reduce-scatter whose block overlaps the start of its buffer");
-        return TERSE_OK;
+        return nullptr;
     }
     if (st->device && st->device->context() != ctx) {
         note_whole(kBuffers, "the buffers are in another CUDA context than the communicator's lane");
-        return TERSE_OK;
+        return nullptr;
+    }
+    if (st->device && st->device->leased) {
+        // Blocking calls finish the non-blocking ones first, so only a
+        // non-blocking call meets a held lane.
+        note_whole(nonblocking ? kNonblocking : kUnavailable,
+                   "another non-blocking call on device buffers holds the communicator's lane");
+        return nullptr;
     }
     if (!st->device) {
         // A CUDA-aware UCX could take the payloads from device memory
@@ -447,7 +464,7 @@ Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoic
             TERSE_LOG_WARN("device codecs: no lane for %s: %s; its calls on device buffers are staged whole",
                            st->describe().c_str(), made ? last_error() : "out of memory");
             note_whole(kUnavailable, "no lane");
-            return TERSE_OK;
+            return nullptr;
         }
         st->device = std::move(made);
     }
@@ -463,20 +480,54 @@ Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoic
         if (s != TERSE_ERR_UNSUPPORTED)
             TERSE_LOG_WARN("device codecs: %s; the call is staged whole", last_error());
         note_whole(kUnavailable, "prepare failed");
-        return TERSE_OK;
+        return nullptr;
     }
-    *served = true;
     g_encoded_calls.fetch_add(1, std::memory_order_relaxed);
     // What staging it whole would have copied: the input in, the result out
     // (in place: the buffer both ways).
     const size_t whole = a.in_place ? 2 * span.recv : span.send + span.recv;
     g_encoded_whole_bytes.fetch_add(whole * dtype_size(a.dtype), std::memory_order_relaxed);
-    s = collective_run(st, a, choice, st->device.get());
+    return st->device.get();
+}
+
+}  // namespace
+
+Status device_codecs_run(CommState *st, const CollArgs &a, const CollectiveChoice &choice, bool *served) {
+    DeviceCodecs *dc = ready_for(st, a, choice, false);
+    *served = dc != nullptr;
+    if (!dc) return TERSE_OK;
+    Status s = collective_run(st, a, choice, dc);
     const std::string msg = s != TERSE_OK ? last_error() : "";
-    Status f = st->device->finish();
+    Status f = dc->finish();
     if (s != TERSE_OK) return set_error(s, "%s", msg.c_str());
     return f;
 }
+
+void device_codecs_lease(CommState *st, const CollArgs &a, const CollectiveChoice &choice,
+                         std::unique_ptr<DeviceLease> *lease) {
+    lease->reset();
+    DeviceCodecs *dc = ready_for(st, a, choice, true);
+    if (!dc) return;
+    lease->reset(new (std::nothrow) DeviceLease(dc));
+    if (!*lease) {
+        note_whole(kUnavailable, "out of memory");
+        return;
+    }
+    dc->leased = true;
+}
+
+DevicePort *DeviceLease::port() const { return d_; }
+
+Status DeviceLease::release() {
+    if (!d_) return TERSE_OK;
+    DeviceCodecs *d = d_;
+    d_ = nullptr;
+    Status s = d->finish();
+    d->leased = false;
+    return s;
+}
+
+DeviceLease::~DeviceLease() { (void)release(); }
 
 #endif
 

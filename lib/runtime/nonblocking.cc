@@ -44,6 +44,9 @@ struct NbCall {
     // Its device buffers' host copies: the result goes back before the
     // request completes (nb_start, nb_track_staged).
     std::unique_ptr<device::StagedCall> staged;
+    // Its device buffers on the device codec path: the communicator's lane,
+    // held until the operation ends (runtime/device_codecs.h).
+    std::unique_ptr<DeviceLease> device;
     // A call the MPI library serves on staged buffers: its request, tested
     // until it completes (no queue, no operation).
     MPI_Request inner = MPI_REQUEST_NULL;
@@ -104,7 +107,7 @@ double now() {
 // Starts c, the oldest waiting call of q.  Under q->mu.
 void start_call(NbQueue *q, NbCall *c) {
     Status s = collective_start(c->st, c->args, c->choice, Priority::Normal, &c->op, nullptr, true,
-                                q->control.get());
+                                q->control.get(), c->device ? c->device->port() : nullptr);
     if (s != TERSE_OK) {
         c->status = s;
         c->msg = last_error();
@@ -114,6 +117,16 @@ void start_call(NbQueue *q, NbCall *c) {
 }
 
 void note_finished(NbQueue *q, NbCall *c) {
+    if (c->device) {
+        // The result in place before the request can complete, and the
+        // lane free for the communicator's next call.
+        const Status s = c->device->release();
+        if (s != TERSE_OK && c->status == TERSE_OK) {
+            c->status = s;
+            c->msg = last_error();
+        }
+        c->device.reset();
+    }
     ++q->finished;
     TERSE_LOG_DEBUG("non-blocking: %s #%llu (priority %d) on %s finished %llu-th", c->call,
                     (unsigned long long)c->ticket, c->priority, c->st->describe().c_str(),
@@ -425,7 +438,8 @@ Status nb_track_staged(std::unique_ptr<device::StagedCall> &&staged, const char 
 }
 
 Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, int prio, const char *call,
-                MPI_Request *request, std::unique_ptr<device::StagedCall> &&staged) {
+                MPI_Request *request, std::unique_ptr<device::StagedCall> &&staged,
+                std::unique_ptr<DeviceLease> &&device) {
     Status s = TERSE_OK;
     NbQueue *q = queue_of(st, &s);
     if (!q) return s;
@@ -455,6 +469,7 @@ Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &cho
         return set_error(TERSE_ERR_MPI, "terse: %s: MPI_Grequest_start failed", call);
     }
     c->staged = std::move(staged);
+    c->device = std::move(device);
     g.running.fetch_add(1, std::memory_order_acq_rel);
     {
         std::lock_guard<std::mutex> lk(g.mu);

@@ -56,6 +56,7 @@
 #include "runtime/collective.h"
 #include "config/config.h"
 #include "runtime/comm_state.h"
+#include "runtime/device_codecs.h"
 #include "util/status.h"
 
 #include <mpi.h>
@@ -105,9 +106,13 @@ void nb_finalize();
 // messages.  args' counts and displs are copied.  staged (may be null): the
 // call's device buffers staged through host memory (args names the host
 // copies); the result is copied back to the device after the operation
-// finished and before its request completes.  Taken over only on success.
+// finished and before its request completes.  device (may be null): the
+// call runs on its device buffers through the lease's port
+// (runtime/device_codecs.h), released when its operation ends.  Taken
+// over only on success.
 Status nb_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, int prio, const char *call,
-                MPI_Request *request, std::unique_ptr<device::StagedCall> &&staged = nullptr);
+                MPI_Request *request, std::unique_ptr<device::StagedCall> &&staged = nullptr,
+                std::unique_ptr<DeviceLease> &&device = nullptr);
 
 // A non-blocking call the MPI library serves on host copies of device
 // buffers: *request (the library's request, started on staged's buffers)
