@@ -144,6 +144,42 @@ RunSpec ring_spec(terse_dtype_t dt, size_t count, int n, bool in_place) {
 
 constexpr size_t kMaxChunk = 1 << 16;
 
+// Runs s on host buffers, then again with rank r on a port when on_port(r)
+// (its copies landing after 1 + r % polls polls), and checks that every
+// rank ends with the host run's bits and that each port encoded and
+// decoded.  *ports: the ports (null for host ranks), for the caller's
+// further checks.
+void expect_host_bits(RunSpec s, const std::vector<std::vector<uint8_t>> &in, bool (*on_port)(int r),
+                      unsigned polls, std::vector<std::unique_ptr<SimDevicePort>> *ports) {
+    bool hung = false;
+    World host_world(fixq_codec(), s.n, s.dtype, kMaxChunk);
+    auto host = host_world.run(s, in, &hung);
+    ASSERT_FALSE(hung);
+    ports->clear();
+    for (int r = 0; r < s.n; ++r) {
+        ports->push_back(on_port(r) ? std::make_unique<SimDevicePort>(fixq_codec(), s.dtype, s.n, kMaxChunk,
+                                                                      1 + unsigned(r) % polls)
+                                    : nullptr);
+        s.device.push_back(ports->back().get());
+    }
+    World dev_world(fixq_codec(), s.n, s.dtype, kMaxChunk);
+    auto dev = dev_world.run(s, in, &hung);
+    ASSERT_FALSE(hung);
+    for (int r = 0; r < s.n; ++r) {
+        ASSERT_EQ(host[r].status, TERSE_OK) << host[r].message;
+        ASSERT_EQ(dev[r].status, TERSE_OK) << "rank " << r << ": " << dev[r].message;
+        ASSERT_EQ(dev[r].out, host[r].out) << "rank " << r;
+        if (!(*ports)[r]) continue;
+        // Every own chunk encoded once, every block decoded on the port.
+        EXPECT_GT((*ports)[r]->encodes_, 0u);
+        EXPECT_GT((*ports)[r]->decodes_, 0u);
+    }
+}
+
+bool every_rank(int) { return true; }
+bool even_ranks(int r) { return r % 2 == 0; }
+bool odd_ranks(int r) { return r % 2 == 1; }
+
 TEST(RingDevice, DeviceRanksEndWithTheHostRanksBits) {
     for (int n : {2, 3, 5})
         for (size_t count : {size_t(7), size_t(1000), size_t(5003)})
@@ -163,33 +199,14 @@ TEST(RingDevice, DeviceRanksEndWithTheHostRanksBits) {
                             std::memcpy(in[n - 1].data() + (count - 1) * 8, &inf, 8);
                         }
                     }
-                    bool hung = false;
-                    World host_world(fixq_codec(), n, dt, kMaxChunk);
-                    auto host = host_world.run(ring_spec(dt, count, n, in_place), in, &hung);
-                    ASSERT_FALSE(hung);
                     std::vector<std::unique_ptr<SimDevicePort>> ports;
-                    RunSpec s = ring_spec(dt, count, n, in_place);
-                    for (int r = 0; r < n; ++r) {
-                        const bool dev = mix == 0 || r % 2 == 0;
-                        ports.push_back(
-                            dev ? std::make_unique<SimDevicePort>(fixq_codec(), dt, n, kMaxChunk, 1 + r % 3)
-                                : nullptr);
-                        s.device.push_back(ports.back().get());
-                    }
-                    World dev_world(fixq_codec(), n, dt, kMaxChunk);
-                    auto dev = dev_world.run(s, in, &hung);
-                    ASSERT_FALSE(hung);
-                    for (int r = 0; r < n; ++r) {
-                        ASSERT_EQ(host[r].status, TERSE_OK) << host[r].message;
-                        ASSERT_EQ(dev[r].status, TERSE_OK) << "rank " << r << ": " << dev[r].message;
-                        ASSERT_EQ(dev[r].out, host[r].out) << "rank " << r;
-                        if (!ports[r]) continue;
-                        // Every own chunk encoded once, every block decoded
-                        // on the port, and some copies met in flight.
-                        EXPECT_GT(ports[r]->encodes_, 0u);
-                        EXPECT_GT(ports[r]->decodes_, 0u);
-                        if (count >= 1000) EXPECT_GT(ports[r]->not_ready_, 0u);
-                    }
+                    expect_host_bits(ring_spec(dt, count, n, in_place), in, mix ? even_ranks : every_rank, 3,
+                                     &ports);
+                    if (HasFatalFailure()) return;
+                    if (count < 1000) continue;
+                    // Some copies met in flight.
+                    for (int r = 0; r < n; ++r)
+                        if (ports[r]) EXPECT_GT(ports[r]->not_ready_, 0u);
                 }
 }
 
@@ -210,28 +227,11 @@ TEST(RingDevice, HalvesOnThePortEndWithTheHostRanksBits) {
                         auto in = make_inputs(TERSE_DTYPE_FLOAT32, elems, n, 17);
                         RunSpec s = ring_spec(TERSE_DTYPE_FLOAT32, count, n, in_place);
                         s.kind = kind;
-                        bool hung = false;
-                        World host_world(fixq_codec(), n, TERSE_DTYPE_FLOAT32, kMaxChunk);
-                        auto host = host_world.run(s, in, &hung);
-                        ASSERT_FALSE(hung);
                         std::vector<std::unique_ptr<SimDevicePort>> ports;
+                        expect_host_bits(s, in, mix ? odd_ranks : every_rank, 2, &ports);
+                        if (HasFatalFailure()) return;
                         for (int r = 0; r < n; ++r) {
-                            const bool dev = mix == 0 || r % 2 == 1;
-                            ports.push_back(dev ? std::make_unique<SimDevicePort>(
-                                                      fixq_codec(), TERSE_DTYPE_FLOAT32, n, kMaxChunk, 1 + r % 2)
-                                                : nullptr);
-                            s.device.push_back(ports.back().get());
-                        }
-                        World dev_world(fixq_codec(), n, TERSE_DTYPE_FLOAT32, kMaxChunk);
-                        auto dev = dev_world.run(s, in, &hung);
-                        ASSERT_FALSE(hung);
-                        for (int r = 0; r < n; ++r) {
-                            ASSERT_EQ(host[r].status, TERSE_OK) << host[r].message;
-                            ASSERT_EQ(dev[r].status, TERSE_OK) << "rank " << r << ": " << dev[r].message;
-                            ASSERT_EQ(dev[r].out, host[r].out) << "rank " << r;
                             if (!ports[r]) continue;
-                            EXPECT_GT(ports[r]->encodes_, 0u);
-                            EXPECT_GT(ports[r]->decodes_, 0u);
                             // Only an in-place reduce-scatter off block 0 moves its result.
                             const bool moves = kind == CollKind::ReduceScatterBlock && in_place && r > 0;
                             EXPECT_EQ(ports[r]->copies_, moves ? 1u : 0u) << "rank " << r;
