@@ -222,6 +222,10 @@ inline Route route_collective(MPI_Comm comm, const CollArgs &a, size_t bytes, co
         }
     }
     *choice = collective_choose(st, a, nonblocking);
+    if (choice->failed != TERSE_OK) {
+        *rc = report_error(comm, choice->failed, call);
+        return Route::Failed;
+    }
     if (!choice->engine) {
         // Below the floor a call gets here only when an agreed min_bytes
         // (this communicator's or another's) lowered the gate: it counts

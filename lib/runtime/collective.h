@@ -28,6 +28,10 @@ struct CollectiveChoice {
     bool probe_mpi = false;  // engine chosen, but a blocking call runs MPI to re-measure it (Selector::choose)
     Option option;
     FeedbackKey feedback_key;  // its residual's key, decided here at issue (engine/feedback_key.h)
+    // A probe of the MPI library agreed for an earlier call failed to
+    // complete (the message is set): the call fails with it, as the probe
+    // itself would have.
+    Status failed = TERSE_OK;
 };
 
 // Decide one call on st (ready): engine_eligible() for st's codecs, then
@@ -69,7 +73,8 @@ int collective_pass_timed(CommState *st, const CollArgs &args, const CollectiveC
 
 // The planner's probe of the MPI library (choice.probe_mpi, blocking calls
 // only): pass() instead of the engine, its time agreed (MAX over ranks) and
-// given to the model.  Every rank probes the same calls.
+// given to the model at the model's second decision after it
+// (CommState::probe).  Every rank probes the same calls.
 Status collective_probed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds);
 template <class Pass>
 int collective_probe_mpi(CommState *st, const CollArgs &args, const CollectiveChoice &c, Pass &&pass, Status *s) {
@@ -93,6 +98,10 @@ terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking);
 Status collective_start(CommState *st, const CollArgs &args, const CollectiveChoice &choice, Priority prio,
                         OpHandle *op, Observation *observed = nullptr, bool nonblocking = false,
                         Control *control = nullptr, DevicePort *device = nullptr);
+
+// The pending probe of the MPI library completed, and its agreed time
+// given to the selector when apply (else dropped: the selector goes).
+Status collective_settle_probe(CommState *st, bool apply);
 
 // collective_start + engine_wait, and the planner's bookkeeping.
 Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoice &choice,

@@ -4,6 +4,7 @@
 
 #include "engine/error_feedback.h"
 #include "engine/selection.h"
+#include "runtime/collective.h"
 #include "runtime/cost_probe.h"
 #include "runtime/engine_calibration.h"
 #include "runtime/engine_ports.h"
@@ -29,6 +30,7 @@ CommState::CommState(const CommState &parent, inherit_tag)
 CommState::~CommState() {
     // A communicator freed with operations in flight: MPI lets them finish.
     if (nb) nb_drain(this);
+    (void)collective_settle_probe(this, false);
     runtime_ctx_release(ctx_id);
 }
 
@@ -267,7 +269,10 @@ std::vector<CodecModel> codec_models(const CommState *st) {
 
 // TERSE_PLANNER=model: measure st (collectively) and make its selector.
 Status prepare_selector(CommState *st) {
+    // The old selector's probe completes (every rank posted it), unused.
+    if (Status s = collective_settle_probe(st, false); s != TERSE_OK) return s;
     st->selector.reset();
+    st->model_calls = 0;
     if (!st->config.enable || st->config.planner != PlannerMode::Model || st->codecs.empty()) return TERSE_OK;
     // algorithm=two_level fixes the schedule (the MPI library inside each
     // node, terse between nodes); the model, which knows flat schedules

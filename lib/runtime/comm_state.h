@@ -108,6 +108,20 @@ public:
     // (engine/selection.h), made at agreement; null with the fixed planner
     // and with algorithm=two_level (whose schedule is fixed).
     std::unique_ptr<Selector> selector;
+    uint64_t model_calls = 0;  // calls the selector decided (collective_choose)
+    // The planner's last probe of the MPI library (collective_probed): its
+    // time agreed by a control allreduce left in flight, given to the
+    // selector at the model's second decision after it, so that the calls
+    // between progress the agreement instead of a call waiting for it
+    // (collective.cc).  Settled before the selector goes.
+    struct PendingProbe {
+        ControlRequest req;  // active while in flight
+        double seconds = 0;
+        CollKind kind = CollKind::Allreduce;
+        size_t bytes = 0;
+        uint32_t eligible = 0;
+        uint64_t due = 0;  // the model_calls count that applies it
+    } probe;
     GuardState guard;                 // guard=: reset at each agreement
     std::unique_ptr<TuneTable> tune;  // tune_file's entries, loaded at agreement (null: none)
 
