@@ -91,6 +91,7 @@ public:
     static constexpr double kProbeShare = 0.03;    // the most a probe may add to an engine class's calls
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
     static constexpr double kConfirmAbove = 2.0;   // an MPI probe this much slower waits for a second
+    static constexpr uint64_t kEarlyProbe = 2;     // a class that starts on MPI also probes this call
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -107,7 +108,8 @@ public:
     // probe_mpi (optional): set on the calls of a class (kProbeEvery after
     // its choice changed, or later where the engine chosen is k times
     // faster: (k - 1) / kProbeShare calls; then at gaps doubling up to
-    // kProbeMax) on which a
+    // kProbeMax; and a class whose first choice is the MPI library at its
+    // call kEarlyProbe too) on which a
     // blocking caller runs the MPI library (instead of the engine, when the
     // engine is chosen) and reports its agreed time through observe_mpi(),
     // so that the MPI library's estimate follows what it really takes.
@@ -164,6 +166,7 @@ private:
         double next_predicted = -1;
         uint64_t calls = 0, changes = 0;
         uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
+        bool early_probe = false;                                    // kEarlyProbe still to come
         double local_seconds = 0;                                    // sum over calls, this rank's clock
         std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
         double held_mpi = -1;          // a slow MPI probe awaiting its second (observe_mpi), < 0 none
