@@ -345,43 +345,6 @@ TEST(Selection, EngineTakenOnlyWhenItPaysTheMargin) {
     EXPECT_TRUE(clear.choose(CollKind::Allreduce, bytes, kAll).engine);
 }
 
-TEST(Selection, AnOptionWithinTheMarginGetsOneTrialCall) {
-    // Predicted 5% faster than the MPI library: the class stays on the MPI
-    // library, and one call from the kTrialFrom-th on (not the early probe)
-    // runs the engine option instead, the choice unchanged.
-    const size_t bytes = 4 << 20;
-    const double mpi = with_mpi_gap(1.05, bytes).predict(Option{}, CollKind::Allreduce, bytes, kAll);
-    for (double measured : {0.5, 2.0}) {  // the trial's time, in units of the MPI library's
-        SCOPED_TRACE("trial measures " + std::to_string(measured) + "x the MPI library");
-        Selector s = with_mpi_gap(1.05, bytes);
-        std::vector<int> trials;
-        Option tried;
-        for (int call = 1; call <= 3; ++call) {
-            bool probe = false;
-            const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
-            EXPECT_EQ(probe, call == int(Selector::kEarlyProbe)) << call;
-            if (o.engine) {
-                trials.push_back(call);
-                tried = o;
-            }
-        }
-        ASSERT_EQ(trials, std::vector<int>{int(Selector::kTrialFrom)});
-        s.observe(CollKind::Allreduce, bytes, kAll, tried, Observation{measured * mpi, 0, 1});
-        // Faster by the margin: the class moves to it.  Slower: it stays,
-        // the option is never tried again, and the other schedule (now the
-        // fastest engine option, also within the margin) gets its one trial.
-        int engine_calls = 0;
-        for (int call = 4; call <= 200; ++call) {
-            bool probe = false;
-            engine_calls += s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine;
-        }
-        EXPECT_EQ(engine_calls, measured < 1 ? 197 : 1);
-    }
-    // A caller that cannot measure (a non-blocking call: no probe_mpi) gets no trial.
-    Selector nb = with_mpi_gap(1.05, bytes);
-    for (int call = 1; call <= 50; ++call) EXPECT_FALSE(nb.choose(CollKind::Allreduce, bytes, kAll).engine);
-}
-
 TEST(Selection, EngineLeftWhenTheMpiLibraryIsNoSlower) {
     // Chosen on the model's promise, the engine then measures 2% slower
     // than the MPI library: the class goes to the MPI library within a few

@@ -143,7 +143,6 @@ Selector::Class &Selector::class_of(CollKind kind, size_t bytes, uint32_t eligib
     c.bucket = bucket_of(bytes);
     c.eligible = eligible;
     c.measured.assign(all_.size(), -1.0);
-    c.tried.assign(all_.size(), 0);
     // Sorted, so that the summary lists classes in order whatever the
     // order of the calls.
     auto pos = std::find_if(classes_.begin(), classes_.end(), [&](const Class &o) {
@@ -206,7 +205,7 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     // (17 us) shows as 5%.
     if (c.decided && c.seen_generation == generation_ && c.seen_bytes == bytes) {
         next_probe(c, false, probe_mpi, 1);
-        return run_option(c, probe_mpi, why);
+        return c.choice;
     }
     c.seen_generation = generation_;
     c.seen_bytes = bytes;
@@ -232,7 +231,6 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     // library's goes to the MPI library, and the gap between the two
     // thresholds keeps a class from alternating.
     const bool engine_pays = best > 0 && best_t < (1.0 - kSwitchMargin) * mpi_t;
-    const int fastest = best;
     bool move = !c.decided || !current_allowed;
     if (move) {
         if (!engine_pays) best = 0;
@@ -279,10 +277,6 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     double speedup = 1;
     if (move && c.choice.engine) speedup = mpi_t / std::max(predict_in(&c, c.choice, kind, bytes), 1e-12);
     next_probe(c, move, probe_mpi, speedup);
-    c.trial = !c.choice.engine && fastest > 0 && best_t < mpi_t && c.measured[size_t(fastest)] < 0 &&
-                      !c.tried[size_t(fastest)]
-                  ? fastest
-                  : -1;
     // The runner-up, so that TERSE_STATS says why.
     c.next_predicted = -1;
     for (const Option &o : all_) {
@@ -293,18 +287,7 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             c.next = o;
         }
     }
-    return run_option(c, probe_mpi, why);
-}
-
-Option Selector::run_option(Class &c, bool *probe_mpi, std::string *why) {
-    if (c.trial < 0 || !probe_mpi || *probe_mpi || c.calls < kTrialFrom || c.choice.engine) return c.choice;
-    const Option o = all_[size_t(c.trial)];
-    c.tried[size_t(c.trial)] = 1;
-    c.trial = -1;
-    if (why)
-        *why += (why->empty() ? option_name(c.choice) : std::string(";")) + " one trial call of " +
-                option_name(o);
-    return o;
+    return c.choice;
 }
 
 void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup) {

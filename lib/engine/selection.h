@@ -92,7 +92,6 @@ public:
     static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
     static constexpr double kConfirmAbove = 2.0;   // an MPI probe this much slower waits for a second
     static constexpr uint64_t kEarlyProbe = 2;     // a class that starts on MPI also probes this call
-    static constexpr uint64_t kTrialFrom = 3;      // a trial call comes no earlier than this call
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -114,15 +113,6 @@ public:
     // blocking caller runs the MPI library (instead of the engine, when the
     // engine is chosen) and reports its agreed time through observe_mpi(),
     // so that the MPI library's estimate follows what it really takes.
-    //
-    // Trial calls, also only for a caller that passes probe_mpi (it runs
-    // what is returned and reports the operation through observe()): a
-    // class on the MPI library whose fastest engine option is predicted
-    // faster, but not by kSwitchMargin, and has never run in the class,
-    // runs it on one call from its kTrialFrom-th on (not a probe call),
-    // its choice unchanged; the measured time then decides.  The model's
-    // cost of a codec at large sizes comes from calibration calls of at
-    // most 1 MiB and may overstate it; one call bounds what that costs.
     Option choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed = nullptr,
                   std::string *why = nullptr, bool *probe_mpi = nullptr);
 
@@ -177,9 +167,7 @@ private:
         uint64_t calls = 0, changes = 0;
         uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
         bool early_probe = false;                                    // kEarlyProbe still to come
-        int trial = -1;                // an engine option due for its one trial call (choose), or -1
-        std::vector<uint8_t> tried;    // per option index: its trial call was made
-        double local_seconds = 0;      // sum over calls, this rank's clock
+        double local_seconds = 0;                                    // sum over calls, this rank's clock
         std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
         double held_mpi = -1;          // a slow MPI probe awaiting its second (observe_mpi), < 0 none
         // The selector's generation and the call size of the last full
@@ -197,9 +185,6 @@ private:
                 bool calibrating);
     // The MPI library's re-measurement schedule of a class (choose()).
     void next_probe(Class &c, bool moved, bool *probe_mpi, double speedup);
-    // The option this call runs: c's choice, or the one trial call of an
-    // engine option (c.trial) when the caller can measure it.
-    Option run_option(Class &c, bool *probe_mpi, std::string *why);
 
     CostInputs in_;
     std::vector<CodecModel> codecs_;

@@ -92,13 +92,11 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
     // Counted on the calls the selector decides, which every rank makes
     // alike, so that every rank applies a probe before the same decision.
     if (++st->model_calls >= st->probe.due && st->probe.req.active) c.failed = collective_settle_probe(st, true);
+    bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);
-    // Filled only when the class moves or makes a trial call: each is logged.
     std::string why;
-    // Probes and trial calls are measured by blocking calls only.
-    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, nullptr, debug ? &why : nullptr,
-                                    nonblocking ? nullptr : &c.probe_mpi);
-    if (debug && !why.empty())
+    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr, &c.probe_mpi);
+    if (changed && debug)
         TERSE_LOG_DEBUG("planner: communicator %s, %s of %zu bytes: %s", st->describe().c_str(),
                         coll_kind_name(a.kind), c.bytes, why.c_str());
     c.engine = c.option.engine;
