@@ -117,7 +117,9 @@ public:
                   std::string *why = nullptr, bool *probe_mpi = nullptr);
 
     // Predicted seconds of one option for this call: what this class
-    // measured for it, else the model with the option's correction.
+    // measured for it (scaled by the model to this call's size), else what
+    // the nearest classes of the same kind measured for it (measured_near),
+    // else the model with the option's correction.
     double predict(const Option &o, CollKind kind, size_t bytes, uint32_t eligible) const;
 
     // An engine operation of this class finished with agreed observation ob.
@@ -155,6 +157,14 @@ public:
     std::string option_name(const Option &o) const;
 
 private:
+    // What a class measured for one option: seconds of a call of `bytes`
+    // (agreed, moving).  Times, not ratios to the model: the codec's
+    // measured cost per byte moves the model under every class, and a
+    // class's own measurement must not move with it.
+    struct Measured {
+        double seconds = -1;  // < 0: none
+        double bytes = 0;
+    };
     struct Class {
         CollKind kind;
         int bucket;  // floor(log2(bytes))
@@ -168,8 +178,8 @@ private:
         uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
         bool early_probe = false;                                    // kEarlyProbe still to come
         double local_seconds = 0;                                    // sum over calls, this rank's clock
-        std::vector<double> measured;  // per option index: agreed moving estimate, < 0 none
-        double held_mpi = -1;          // a slow MPI probe awaiting its second (observe_mpi), < 0 none
+        std::vector<Measured> measured;                              // per option index: agreed moving estimate
+        double held_mpi = -1;  // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
         uint64_t seen_generation = UINT64_MAX;
@@ -180,6 +190,14 @@ private:
     int option_index(const Option &o) const;
     double model(const Option &o, CollKind kind, size_t bytes) const;
     double predict_in(const Class *c, const Option &o, CollKind kind, size_t bytes) const;
+    // A class's own measurement of option i, moved to a call of `bytes` by
+    // the model's shape.
+    double scaled(const Measured &m, const Option &o, CollKind kind, double bytes, double model_here) const;
+    // Option i at `bytes` from the classes of `kind` that measured it, or
+    // < 0 when none has.
+    double measured_near(int i, CollKind kind, double bytes, double model_here) const;
+    // Moves a class's estimate of option i towards a new sample.
+    void blend_into(Class &c, int i, double seconds, double bytes, bool replace);
     bool allows(const Option &o, CollKind kind, uint32_t eligible) const;
     void record(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob,
                 bool calibrating);
@@ -190,7 +208,8 @@ private:
     std::vector<CodecModel> codecs_;
     std::vector<ScheduleModel> schedules_;
     std::vector<Option> all_;         // PMPI, then codec-major, schedule-minor
-    std::vector<double> correction_;  // per option: measured / model, moving (1 until measured)
+    std::vector<double> correction_;  // per option: measured / model, moving (1 until measured;
+                                      // the fallback of a kind no class has measured)
     std::vector<Class> classes_;
     uint64_t generation_ = 0;  // bumped by everything that can change a prediction
     size_t last_ = 0;          // index of the last class looked up
