@@ -213,8 +213,14 @@ TEST(Selection, SlowLinkCompressesWhereItPays) {
     Option o = s.choose(CollKind::Allreduce, 16 << 20, kAll);
     ASSERT_TRUE(o.engine);
     EXPECT_EQ(o.codec, 0);
-    // Measured: 2 GB/s of codec work, ratio 0.26.
+    // Measured: 2 GB/s of codec work, ratio 0.26.  The class's 1st call
+    // is a warm-up (first touches): even ten times slower, it moves nothing.
     const double bytes = 16 << 20;
+    const double before = s.predict(o, CollKind::Allreduce, 16 << 20, kAll);
+    s.observe(CollKind::Allreduce, 16 << 20, kAll, o, Observation{10 * before, 10 * bytes / 2e9, 0.9});
+    EXPECT_EQ(s.codecs()[0].samples, 0u);
+    EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, 16 << 20, kAll), before);
+    EXPECT_EQ(s.choose(CollKind::Allreduce, 16 << 20, kAll), o);
     s.observe(CollKind::Allreduce, 16 << 20, kAll, o,
               Observation{cost_ring(in, CodecCost{1 / 2e9, 0.26}, bytes), bytes / 2e9, 0.26});
     EXPECT_EQ(s.codecs()[0].samples, 1u);
@@ -535,6 +541,7 @@ TEST(Selection, MpiReMeasuredWhileTheEngineIsChosen) {
         probes += probe;
     }
     EXPECT_EQ(probes, 1);
+    s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{1, 0, 1});  // the class's 1st call: a warm-up
     // The engine measures 3x its model, still ahead of the MPI library's
     // set-up estimate; then a probe finds the MPI library at 0.3x that
     // estimate, now ahead of that engine option: the class leaves it (for
@@ -600,4 +607,43 @@ TEST(Selection, MeasuredClassKeepsItsTimeWhenTheCodecCostMoves) {
     EXPECT_GT(s.codecs()[0].estimate().seconds_per_byte, 2e-9);
     EXPECT_DOUBLE_EQ(s.predict(q, CollKind::Allreduce, big, kAll), 0.05);
     EXPECT_GT(s.predict(q, CollKind::ReduceScatterBlock, big, kAll), unmeasured);
+}
+
+TEST(Selection, FirstEngineCallOfAClassIsAWarmUp) {
+    // The 1st engine call of a class pays first touches and is not
+    // measured; the 2nd is.  An engine slower than the MPI library costs
+    // the class that warm-up and one measured call per engine option
+    // (ring, recursive doubling), and no more.
+    const size_t bytes = 4 << 20;
+    Selector s = with_mpi_gap(1.5, bytes);
+    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+    ASSERT_TRUE(o.engine);
+    const double promised = s.predict(o, CollKind::Allreduce, bytes, kAll);
+    s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{10 * mpi, 0, 1});
+    EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), promised);
+    ASSERT_EQ(s.choose(CollKind::Allreduce, bytes, kAll), o);
+    int engine_calls = 1;
+    for (int call = 0; call < 100; ++call) {
+        if (o.engine) {
+            ++engine_calls;
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{3 * mpi, 0, 1});
+        }
+        o = s.choose(CollKind::Allreduce, bytes, kAll);
+    }
+    EXPECT_FALSE(o.engine);
+    EXPECT_EQ(engine_calls, 1 + int(s.engine_options(CollKind::Allreduce, kAll).size())) << s.summary("");
+    // A class that started on the MPI library and moves to the engine
+    // later warms it up there: that call is not measured either.
+    Selector later = with_mpi_gap(1.0, bytes);
+    ASSERT_FALSE(later.choose(CollKind::Allreduce, bytes, kAll).engine);
+    later.observe_mpi(CollKind::Allreduce, bytes, kAll, 2 * mpi);
+    later.observe_mpi(CollKind::Allreduce, bytes, kAll, 2 * mpi);  // a slow probe is confirmed by a second
+    o = later.choose(CollKind::Allreduce, bytes, kAll);
+    ASSERT_TRUE(o.engine) << later.summary("");
+    const double before = later.predict(o, CollKind::Allreduce, bytes, kAll);
+    later.observe(CollKind::Allreduce, bytes, kAll, o, Observation{10 * mpi, 0, 1});
+    EXPECT_DOUBLE_EQ(later.predict(o, CollKind::Allreduce, bytes, kAll), before);
+    later.observe(CollKind::Allreduce, bytes, kAll, o, Observation{10 * mpi, 0, 1});
+    EXPECT_GT(later.predict(o, CollKind::Allreduce, bytes, kAll), before);
 }

@@ -177,8 +177,10 @@ private:
         uint64_t calls = 0, changes = 0;
         uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
         bool early_probe = false;                                    // kEarlyProbe still to come
-        double local_seconds = 0;                                    // sum over calls, this rank's clock
-        std::vector<Measured> measured;                              // per option index: agreed moving estimate
+        bool engine_ran = false;                                     // choose() has given it the engine
+        bool warm_up = false;            // its first engine call, not measured (record())
+        double local_seconds = 0;        // sum over calls, this rank's clock
+        std::vector<Measured> measured;  // per option index: agreed moving estimate
         double held_mpi = -1;  // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
