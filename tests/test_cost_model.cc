@@ -106,11 +106,15 @@ TEST(CostModel, PmpiOfOtherKinds) {
 }
 
 TEST(CostModel, PipelineShapeFromTheLink) {
-    // Slow link: latency is small next to a chunk's transfer, so chunks
-    // stay at the minimum; a fast one needs larger chunks to hide alpha.
-    PipelineShape slow = pipeline_shape({30e-6, 1.0 / 125e6}, 64 << 20, 64 << 10, 1 << 20, 8);
-    EXPECT_EQ(slow.chunk_bytes, size_t(64 << 10));
+    // Slow link: latency is small next to a chunk's transfer, so latency
+    // asks for no more than the minimum, and the block's cut into at most
+    // max_depth chunks sets them; a fast one needs larger chunks to hide
+    // alpha.
+    PipelineShape slow = pipeline_shape({30e-6, 1.0 / 125e6}, 1 << 20, 64 << 10, 1 << 20, 8);
+    EXPECT_EQ(slow.chunk_bytes, size_t(128 << 10));
     EXPECT_GE(slow.depth, 2);
+    PipelineShape slow_long = pipeline_shape({30e-6, 1.0 / 125e6}, 64 << 20, 64 << 10, 1 << 20, 8);
+    EXPECT_EQ(slow_long.chunk_bytes, size_t(1 << 20));
     PipelineShape fast = pipeline_shape({20e-6, 1.0 / 10e9}, 64 << 20, 64 << 10, 4 << 20, 8);
     EXPECT_GE(double(fast.chunk_bytes), 10.0 * 20e-6 * 10e9 * 0.99);
     EXPECT_LE(fast.chunk_bytes, size_t(4 << 20));

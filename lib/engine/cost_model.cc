@@ -137,6 +137,7 @@ PipelineShape pipeline_shape(const LinkCost &link, size_t block_bytes, size_t mi
     max_chunk = std::max(max_chunk, min_chunk);
     double want = link.beta > 0 ? 10.0 * link.alpha / link.beta : double(min_chunk);
     size_t chunk = want >= double(max_chunk) ? max_chunk : std::max(min_chunk, size_t(want));
+    chunk = std::max(chunk, std::min(max_chunk, block_bytes / size_t(std::max(1, max_depth))));
     // At least two chunks per block, so that the pipeline has something to overlap.
     if (block_bytes / 2 < chunk) chunk = std::max(min_chunk, block_bytes / 2);
     p.chunk_bytes = std::min(chunk, max_chunk);
