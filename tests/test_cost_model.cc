@@ -651,3 +651,30 @@ TEST(Selection, FirstEngineCallOfAClassIsAWarmUp) {
     later.observe(CollKind::Allreduce, bytes, kAll, o, Observation{10 * mpi, 0, 1});
     EXPECT_GT(later.predict(o, CollKind::Allreduce, bytes, kAll), before);
 }
+
+TEST(Selection, OneSlowProbeDoesNotMoveAClassOffTheMpiLibrary) {
+    // The engine is predicted 1.2 times the MPI library's estimate; a
+    // probe at 1.8 times the estimate (below kConfirmAbove) would move
+    // the class to it.  It waits for a second probe: at the usual time,
+    // nothing moves; slow again, the class moves.
+    const size_t bytes = 4 << 20;
+    for (double second : {1.0, 1.8}) {
+        Selector s = with_mpi_gap(1.0 / 1.2, bytes);
+        const Option mpi{};
+        bool probe = false;
+        int calls = 0;
+        while (!probe) {
+            ASSERT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+            ASSERT_LT(++calls, 100);
+        }
+        const double before = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
+        ASSERT_LT(1.8, Selector::kConfirmAbove);
+        s.observe_mpi(CollKind::Allreduce, bytes, kAll, 1.8 * before);
+        EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, bytes, kAll), before);
+        probe = false;
+        EXPECT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+        ASSERT_TRUE(probe);
+        s.observe_mpi(CollKind::Allreduce, bytes, kAll, second * before);
+        EXPECT_EQ(s.choose(CollKind::Allreduce, bytes, kAll).engine, second > 1.5) << second;
+    }
+}

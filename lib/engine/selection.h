@@ -140,8 +140,9 @@ public:
     void note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
     // The MPI library's time for a probed call (choose()'s probe_mpi), MAX
     // over ranks, so every rank updates the same estimate.  A probe more
-    // than kConfirmAbove times slower than the estimate is held back and
-    // the class's next call probes again; the faster of the two counts.
+    // than kConfirmAbove times slower than the estimate, or slower and
+    // enough to move a class off the MPI library, is held back and the
+    // class's next call probes again; the faster of the two counts.
     // One preempted call (seen: a 32 us allreduce timed at 103 us) must
     // not move a class off the MPI library, while a slowdown that lasts
     // still moves it one call later.
@@ -198,6 +199,9 @@ private:
     // Option i at `bytes` from the classes of `kind` that measured it, or
     // < 0 when none has.
     double measured_near(int i, CollKind kind, double bytes, double model_here) const;
+    // Whether the MPI library measured at mpi_seconds would move class c,
+    // now on the MPI library, to an engine option (observe_mpi()).
+    bool moves_off_mpi(const Class &c, size_t bytes, double mpi_seconds) const;
     // Moves a class's estimate of option i towards a new sample.
     void blend_into(Class &c, int i, double seconds, double bytes, bool replace);
     bool allows(const Option &o, CollKind kind, uint32_t eligible) const;
