@@ -82,7 +82,10 @@ public:
 // One control allreduce.  The Control that starts it keeps its request in
 // `storage` (a trivially destructible type: a started request ends in
 // test() or wait(), never by destruction) and keeps `active` true from the
-// start until test() saw it complete or wait() returned.
+// start until test() saw it complete or wait() returned.  A Control may
+// also finish a collective before the call that starts it returns (the
+// two-level schedule's node stages do: runtime/engine_ports.h); it then
+// leaves `active` false, and test() reports it complete.
 struct ControlRequest {
     ControlRequest() = default;
     ControlRequest(const ControlRequest &) = delete;

@@ -1,4 +1,4 @@
-// Link over the UCX transport, Control over PMPI non-blocking collectives.
+// Link over the UCX transport, Control over PMPI collectives.
 #include "runtime/engine_ports.h"
 
 #include "transport/ucx_transport.h"
@@ -98,7 +98,8 @@ thread_local bool t_without_mpi = false;
 
 class MpiControl final : public Control {
 public:
-    MpiControl(MPI_Comm comm, bool deferring) : comm_(comm), deferring_(deferring) {}
+    MpiControl(MPI_Comm comm, bool deferring, bool blocking_node = false)
+        : comm_(comm), deferring_(deferring), blocking_node_(blocking_node) {}
 
     Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dtype, terse_op_t op,
                       ControlRequest *r) override {
@@ -130,6 +131,14 @@ public:
             return set_error(TERSE_ERR_UNSUPPORTED, "terse node reduce-scatter: dtype %d not supported",
                              int(dtype));
         MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
+        if (blocking_node_) {
+            // Complete before returning: test() finds the request inactive.
+            int rc = PMPI_Reduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, t, mpi_op(op), comm_);
+            if (rc != MPI_SUCCESS)
+                return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: PMPI_Reduce_scatter failed (code %d)",
+                                 rc);
+            return TERSE_OK;
+        }
         int rc = PMPI_Ireduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, t, mpi_op(op), comm_, req);
         if (rc != MPI_SUCCESS)
             return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: PMPI_Ireduce_scatter failed (code %d)",
@@ -143,6 +152,12 @@ public:
         if (t == MPI_DATATYPE_NULL)
             return set_error(TERSE_ERR_UNSUPPORTED, "terse node allgather: dtype %d not supported", int(dtype));
         MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
+        if (blocking_node_) {
+            int rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, t, comm_);
+            if (rc != MPI_SUCCESS)
+                return set_error(TERSE_ERR_MPI, "terse node allgather: PMPI_Allgatherv failed (code %d)", rc);
+            return TERSE_OK;
+        }
         int rc = PMPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, t, comm_, req);
         if (rc != MPI_SUCCESS)
             return set_error(TERSE_ERR_MPI, "terse node allgather: PMPI_Iallgatherv failed (code %d)", rc);
@@ -216,6 +231,7 @@ private:
 
     MPI_Comm comm_;
     bool deferring_;
+    bool blocking_node_;  // ireduce_scatter and iallgatherv run the blocking collectives
     std::mutex mu_;
     std::vector<Post> deferred_;
 };
@@ -227,6 +243,10 @@ std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of)
 }
 
 std::unique_ptr<Control> make_mpi_control(MPI_Comm comm) { return std::make_unique<MpiControl>(comm, false); }
+
+std::unique_ptr<Control> make_node_mpi_control(MPI_Comm comm) {
+    return std::make_unique<MpiControl>(comm, false, true);
+}
 
 std::unique_ptr<Control> make_deferring_mpi_control(MPI_Comm comm) {
     return std::make_unique<MpiControl>(comm, true);

@@ -16,6 +16,18 @@ namespace terse {
 std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of);
 std::unique_ptr<Control> make_mpi_control(MPI_Comm comm);
 
+// The node stages of the two-level schedule (runtime/node_layout.h): like
+// make_mpi_control, but ireduce_scatter and iallgatherv run the MPI
+// library's blocking collectives and return with the request complete.
+// Open MPI 4.1's non-blocking ones (libnbc) move only inside MPI calls and
+// take another algorithm: on 2 ranks over shared memory, 16 MiB of floats
+// took 72-82 ms in MPI_Ireduce_scatter + MPI_Wait against 3.2-3.6 ms in
+// MPI_Reduce_scatter.  Only for communicators whose collectives run on the
+// application thread inside a blocking call (the two-level schedule runs
+// no other: terse(7), TWO-LEVEL SCHEDULE); the requests' other users see a
+// request that completed at once, which the Control contract allows.
+std::unique_ptr<Control> make_node_mpi_control(MPI_Comm comm);
+
 // The control plane of non-blocking operations (runtime/nonblocking.h):
 // like make_mpi_control, but on a thread marked by
 // control_thread_without_mpi() (terse's progress thread below

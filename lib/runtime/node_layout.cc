@@ -97,7 +97,7 @@ Status NodeLayout::make(MPI_Comm comm, const std::string &node_key, const std::s
     rc = PMPI_Comm_split(comm, on_rail ? e.node_rank : MPI_UNDEFINED, rank, l->rail_.out());
     if (rc != MPI_SUCCESS) return mpi_failed("PMPI_Comm_split", what, rc);
     try {
-        l->node_control_ = make_mpi_control(l->node_.get());
+        l->node_control_ = make_node_mpi_control(l->node_.get());
         if (on_rail) {
             PMPI_Comm_rank(l->rail_.get(), &e.rail_rank);
             PMPI_Comm_size(l->rail_.get(), &e.rail_size);
