@@ -123,6 +123,10 @@ public:
     double predict(const Option &o, CollKind kind, size_t bytes, uint32_t eligible) const;
 
     // An engine operation of this class finished with agreed observation ob.
+    // A call of the class's choice more than kConfirmAbove times slower
+    // than its estimate, and slow enough to move the class, is held back
+    // until the option's next call, and the faster of the two counts (as
+    // observe_mpi() does for the MPI library).
     void observe(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
 
     // The engine options a call of kind may run (choose()'s candidates
@@ -183,6 +187,8 @@ private:
         double local_seconds = 0;        // sum over calls, this rank's clock
         std::vector<Measured> measured;  // per option index: agreed moving estimate
         double held_mpi = -1;  // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
+        int held_option = -1;    // an engine option whose slow call awaits its second (record()), < 0 none
+        double held_seconds = 0;  // that call's seconds
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
         uint64_t seen_generation = UINT64_MAX;
@@ -202,6 +208,9 @@ private:
     // Whether the MPI library measured at mpi_seconds would move class c,
     // now on the MPI library, to an engine option (observe_mpi()).
     bool moves_off_mpi(const Class &c, size_t bytes, double mpi_seconds) const;
+    // Whether class c, on engine option i, would leave it were a call of
+    // it to take `seconds` (record()).
+    bool moves_off_engine(const Class &c, int i, size_t bytes, double seconds) const;
     // Moves a class's estimate of option i towards a new sample.
     void blend_into(Class &c, int i, double seconds, double bytes, bool replace);
     bool allows(const Option &o, CollKind kind, uint32_t eligible) const;
