@@ -6,6 +6,8 @@
 #include "runtime/node_layout.h"
 #include "util/log.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -52,7 +54,10 @@ double ring_step(const ProbeRing &ring, uint8_t *out, uint8_t *in, size_t bytes,
     if (s != TERSE_OK) return -1;
     bool rdone = false, sdone = false;
     while (!rdone || !sdone) {
-        link->progress();
+        // Nothing moved: let a peer that shares this core run (a step needs
+        // both ends to progress; a spinning waiter would hold the core for
+        // a time slice and the step would measure the scheduler).
+        if (link->progress() == 0) sched_yield();
         Status rs = TERSE_OK;
         if (!rdone && link->test(&rr, &rs, nullptr)) {
             rdone = true;
