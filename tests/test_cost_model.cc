@@ -723,3 +723,33 @@ TEST(Selection, OneSlowCallDoesNotMoveAClassOffItsEngineOption) {
     EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), 2.5 * before);
     EXPECT_EQ(s.choose(CollKind::Allreduce, bytes, kAll), o);
 }
+
+TEST(Selection, OneCalibratedSizeIsAFixedCostAbove) {
+    // Calibration that stopped after 64 KiB, at 2.4 times the model (4
+    // ranks sharing 2 cores): above it, the time measured there plus the
+    // model's growth, not 2.4 times the model.  At 16 MiB the engine then
+    // beats an MPI library at 0.6 times the plain ratio's prediction and
+    // the class runs it; carried as a ratio, it would not.  (The lossless
+    // engine, whose model no codec measurement moves.)
+    CostInputs in = slow_link(4);
+    Selector model_only(in, {identity()});
+    const Option q{true, 0, Schedule::Ring};
+    const size_t small = 64 << 10, big = 16 << 20;
+    const double m_small = model_only.predict(q, CollKind::Allreduce, small, kAll);
+    const double m_big = model_only.predict(q, CollKind::Allreduce, big, kAll);
+    const double r = 2.4;
+    const double mpi_big = 0.6 * r * m_big;
+    ASSERT_LT(m_big + (r - 1) * m_small, (1 - Selector::kSwitchMargin) * mpi_big);
+    const double scale = mpi_big / model_only.predict(Option{}, CollKind::Allreduce, big, kAll);
+    for (int i = 0; i < in.pmpi.points; ++i) in.pmpi.seconds[i] *= scale;
+    Selector s(in, {identity()});
+    for (const Option &o : s.engine_options(CollKind::Allreduce, kAll))
+        s.calibrate(CollKind::Allreduce, small, kAll, o,
+                    Observation{r * s.predict(o, CollKind::Allreduce, small, kAll), 0, 1});
+    EXPECT_NEAR(s.predict(q, CollKind::Allreduce, big, kAll), r * m_small + (m_big - m_small), 1e-9);
+    EXPECT_TRUE(s.choose(CollKind::Allreduce, big, kAll).engine) << s.summary("");
+    // Measured below the model (ratio 0.5): the slope is held at that ratio.
+    Selector fast(in, {identity()});
+    fast.calibrate(CollKind::Allreduce, small, kAll, q, Observation{0.5 * m_small, 0, 1});
+    EXPECT_NEAR(fast.predict(q, CollKind::Allreduce, big, kAll), 0.5 * m_big, 1e-9);
+}
