@@ -300,9 +300,9 @@ TEST(Selection, NoFlappingUnderNoise) {
         for (int call = 0; call < 500; ++call) {
             if (last.engine)
                 s.observe(CollKind::Allreduce, bytes, kAll, last, Observation{pmpi * level * jitter(rng), 0, 1});
-            const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
-            if (!(o == last)) ++changes;
-            last = o;
+            bool changed = false;  // the class's choice, not an exploration's call
+            last = s.choose(CollKind::Allreduce, bytes, kAll, &changed);
+            changes += changed;
         }
         EXPECT_LE(changes, 2) << "level " << level;
     }
@@ -325,9 +325,9 @@ TEST(Selection, NoFlappingBetweenCloseEngineOptions) {
     for (int call = 0; call < 1000; ++call) {
         ASSERT_TRUE(last.engine);
         s.observe(CollKind::Allreduce, bytes, kAll, last, Observation{truth * jitter(rng), 0, 1});
-        const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
-        if (!(o == last)) ++changes;
-        last = o;
+        bool changed = false;  // the class's choice, not an exploration's call
+        last = s.choose(CollKind::Allreduce, bytes, kAll, &changed);
+        changes += changed;
     }
     EXPECT_LE(changes, 2) << s.summary("");
 }
@@ -752,4 +752,106 @@ TEST(Selection, OneCalibratedSizeIsAFixedCostAbove) {
     Selector fast(in, {identity()});
     fast.calibrate(CollKind::Allreduce, small, kAll, q, Observation{0.5 * m_small, 0, 1});
     EXPECT_NEAR(fast.predict(q, CollKind::Allreduce, big, kAll), 0.5 * m_big, 1e-9);
+}
+
+namespace {
+
+// Runs `calls` calls of one class: an engine call takes engine_real times
+// the MPI library's estimate, an MPI probe that estimate.  Returns the
+// calls (1-based) that ran the engine.
+std::vector<int> run_class(Selector &s, size_t bytes, int calls, double engine_real, bool timed = true) {
+    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    std::vector<int> engine_calls;
+    for (int call = 1; call <= calls; ++call) {
+        bool probe = false;
+        const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe, timed);
+        if (o.engine) {
+            engine_calls.push_back(call);
+            if (timed) s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{engine_real * mpi, 0, 1});
+        } else if (probe) {
+            s.observe_mpi(CollKind::Allreduce, bytes, kAll, mpi);
+        }
+    }
+    return engine_calls;
+}
+
+}  // namespace
+
+TEST(Selection, ALongRunningClassExploresAnOptionPredictedTooSlow) {
+    // The model puts the engine at the MPI library's time (not the 10% it
+    // needs); it really takes half.  A short run never finds out.  A long
+    // one explores once its exploration (a warm-up and a measured call,
+    // each up to kConfirmAbove times the estimate) costs under
+    // kExploreShare of its calls: 2 (2 - 1) / 0.01 = 200 calls in.  The
+    // warm-up is not measured, the measured call moves the class.
+    const size_t bytes = 4 << 20;
+    Selector s = with_mpi_gap(1.0, bytes);
+    const uint64_t gap = uint64_t(std::ceil(2 * (Selector::kConfirmAbove - 1) / Selector::kExploreShare));
+    ASSERT_GE(gap, Selector::kExploreAfter);
+    std::string why;
+    bool changed = false;
+    for (uint64_t call = 1; call < gap; ++call) {
+        why.clear();
+        ASSERT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, &changed, &why).engine) << call;
+        if (call > 1) ASSERT_TRUE(why.empty()) << call << ": " << why;
+    }
+    why.clear();
+    const Option o = s.choose(CollKind::Allreduce, bytes, kAll, &changed, &why);
+    ASSERT_TRUE(o.engine) << s.summary("");
+    EXPECT_FALSE(changed);
+    EXPECT_NE(why.find("explores "), std::string::npos) << why;
+    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    const double before = s.predict(o, CollKind::Allreduce, bytes, kAll);
+    s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{5 * mpi, 0, 1});  // the warm-up
+    EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), before);
+    why.clear();
+    ASSERT_EQ(s.choose(CollKind::Allreduce, bytes, kAll, &changed, &why), o);
+    EXPECT_NE(why.find("its measured call"), std::string::npos) << why;
+    s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{0.5 * mpi, 0, 1});
+    EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), 0.5 * mpi);
+    EXPECT_EQ(s.choose(CollKind::Allreduce, bytes, kAll, &changed), o);
+    EXPECT_TRUE(changed);
+    EXPECT_NE(s.summary("").find(" explored=1"), std::string::npos) << s.summary("");
+    // The class's first call on the option counts: the exploration warmed it.
+    s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{0.4 * mpi, 0, 1});
+    EXPECT_LT(s.predict(o, CollKind::Allreduce, bytes, kAll), 0.5 * mpi);
+}
+
+TEST(Selection, ExplorationsThatLoseCostUnderTheirShare) {
+    // Every engine option really takes 3 times the MPI library: each one
+    // is explored, loses, and the gaps grow; over 20000 calls the
+    // explorations cost less than kExploreShare of the class's time, none
+    // came before kExploreAfter, and each is a warm-up and a measured call.
+    const size_t bytes = 4 << 20;
+    Selector s = with_mpi_gap(1.0, bytes);
+    const int calls = 20000;
+    const std::vector<int> ran = run_class(s, bytes, calls, 3.0);
+    ASSERT_GE(ran.size(), 4u);
+    EXPECT_GT(uint64_t(ran.front()), Selector::kExploreAfter);
+    EXPECT_EQ(ran.size() % 2, 0u);
+    for (size_t i = 0; i + 1 < ran.size(); i += 2) EXPECT_EQ(ran[i + 1], ran[i] + 1) << i;
+    EXPECT_LE(double(ran.size()) * (3.0 - 1.0), Selector::kExploreShare * calls);
+    EXPECT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
+    // The same history gives the same explorations.
+    Selector again = with_mpi_gap(1.0, bytes);
+    EXPECT_EQ(run_class(again, bytes, calls, 3.0), ran);
+}
+
+TEST(Selection, NoExplorationOfAFarSlowerOptionNorOnUntimedCalls) {
+    // Shared memory, where calibration measured the engine at 10 times
+    // the MPI library: an option predicted more than kExploreWithin times
+    // the MPI library is never explored.
+    Selector shm(shared_memory(2), {identity()});
+    const size_t bytes = 1 << 20;
+    for (const Option &o : shm.engine_options(CollKind::Allreduce, kAll))
+        shm.calibrate(CollKind::Allreduce, bytes, kAll, o,
+                      Observation{10 * shm.predict(Option{}, CollKind::Allreduce, bytes, kAll), 0, 1});
+    double fastest = INFINITY;
+    for (const Option &o : shm.engine_options(CollKind::Allreduce, kAll))
+        fastest = std::min(fastest, shm.predict(o, CollKind::Allreduce, bytes, kAll));
+    ASSERT_GT(fastest, Selector::kExploreWithin * shm.predict(Option{}, CollKind::Allreduce, bytes, kAll));
+    EXPECT_TRUE(run_class(shm, bytes, 5000, 10.0).empty()) << shm.summary("");
+    // A call whose time nobody reports (a non-blocking one) never explores.
+    Selector s = with_mpi_gap(1.0, 4 << 20);
+    EXPECT_TRUE(run_class(s, 4 << 20, 5000, 0.5, false).empty());
 }

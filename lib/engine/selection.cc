@@ -263,22 +263,28 @@ std::vector<Option> Selector::engine_options(CollKind kind, uint32_t eligible) c
 }
 
 Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed, std::string *why,
-                        bool *probe_mpi) {
+                        bool *probe_mpi, bool timed) {
     Class &c = class_of(kind, bytes, eligible);
     c.calls++;
     if (changed) *changed = false;
     if (probe_mpi) *probe_mpi = false;
     if (c.pinned) return c.choice;
+    // A call that probes the MPI library does not explore; an exploration
+    // due waits for the next call.
+    bool probe = false;
+    Option explored;
+    const auto finish = [&](bool moved, double speedup) {
+        next_probe(c, moved, &probe, speedup);
+        if (probe_mpi) *probe_mpi = probe;
+        return !moved && !probe && timed && explore(c, bytes, &explored, why) ? explored : c.choice;
+    };
     // Nothing the predictions read has changed since this class last
     // decided a call of this size: the same inputs give the same choice
     // (the rules below leave a choice they made where it is), so only the
     // probe schedule moves.  The full evaluation costs about a microsecond
     // (every option's model, twice), which a 64 KiB call on shared memory
     // (17 us) shows as 5%.
-    if (c.decided && c.seen_generation == generation_ && c.seen_bytes == bytes) {
-        next_probe(c, false, probe_mpi, 1);
-        return c.choice;
-    }
+    if (c.decided && c.seen_generation == generation_ && c.seen_bytes == bytes) return finish(false, 1);
     c.seen_generation = generation_;
     c.seen_bytes = bytes;
     auto allowed = [&](const Option &o) { return allows(o, kind, eligible); };
@@ -349,7 +355,6 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     // 10 Gbit/s, probes at calls 8 and 16 cost a 22-call benchmark 10%).
     double speedup = 1;
     if (move && c.choice.engine) speedup = mpi_t / std::max(predict_in(&c, c.choice, kind, bytes), 1e-12);
-    next_probe(c, move, probe_mpi, speedup);
     // The runner-up, so that TERSE_STATS says why.
     c.next_predicted = -1;
     for (const Option &o : all_) {
@@ -360,7 +365,76 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             c.next = o;
         }
     }
-    return c.choice;
+    return finish(move, speedup);
+}
+
+// An exploration costs two calls of the option (a warm-up and a measured
+// one) instead of the choice's.  Should the option really take kConfirmAbove
+// times its estimate, that is 2 (kConfirmAbove t - t_choice) more; the
+// class explores once it has run that many times over 1 / kExploreShare
+// calls since its last exploration (never before kExploreAfter), and each
+// exploration doubles the next one's gap (up to kExploreBackoff times), so
+// that a class whose options are all known pays less and less.  Measured
+// on 4 ranks sharing 2 cores at 10 Gbit/s: the set-up probe read the ring
+// at 197-3280 MB/s from run to run and the codec at 0.4-2 ns/byte, so in
+// some runs classes from 1 MiB up predicted the codec at twice what it
+// takes, within the MPI library's margin, and ran the MPI library for
+// good where the codec is 1.2-2.3 times faster.  Explorations on every
+// call of a short run (the trials of 20a7950, reverted) cost a benchmark
+// on shared memory 14-17%: here a benchmark's 20-100 calls per size
+// never explore.  Only the fastest option other than the choice is
+// explored, and only where predicted within kExploreWithin of the choice:
+// once measured, an option that lost predicts what it measured, and the
+// next exploration goes to the next one.  The MPI library is re-measured
+// by the probes (next_probe()), not here.
+bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
+    if (c.explore >= 0) {
+        // Its measured call; it is over should the class have moved to
+        // the option meanwhile, or the warm-up's observation not have come
+        // (a call that failed).
+        if (c.explore_calls > 0 && !(all_[c.explore] == c.choice)) {
+            c.explore_calls--;
+            *o = all_[c.explore];
+            if (why) *why = "explores " + option_name(*o) + " (its measured call)";
+            return true;
+        }
+        c.explore = -1;
+        c.explore_warm = false;
+    }
+    if (c.calls < c.explore_next) return false;
+    const double current = predict_in(&c, c.choice, c.kind, bytes);
+    int best = -1;
+    double best_t = INFINITY;
+    for (size_t i = 1; i < all_.size(); ++i) {
+        if (all_[i] == c.choice || !allows(all_[i], c.kind, c.eligible)) continue;
+        const double t = predict_in(&c, all_[i], c.kind, bytes);
+        if (t < best_t) {
+            best_t = t;
+            best = int(i);
+        }
+    }
+    // Looked at again later: the predictions move with every measurement.
+    c.explore_next = c.calls + kExploreAfter;
+    if (best < 0 || !(current > 0) || !(best_t <= kExploreWithin * current)) return false;
+    const double cost = 2.0 * std::max(0.0, kConfirmAbove * best_t - current);
+    const double gap = std::max(double(kExploreAfter), std::ceil(cost / (kExploreShare * current))) *
+                       double(c.explore_scale);
+    if (double(c.calls - c.explore_from) < gap) {
+        c.explore_next = c.explore_from + uint64_t(std::min(gap, 1e15));
+        return false;
+    }
+    c.explore = best;
+    c.explore_calls = 1;
+    c.explore_warm = true;
+    c.engine_ran = true;  // the class's memory is touched: a later move to the engine needs no warm-up
+    c.explorations++;
+    c.explore_from = c.calls;
+    c.explore_scale = std::min(2 * c.explore_scale, kExploreBackoff);
+    *o = all_[best];
+    if (why)
+        *why = "explores " + option_name(*o) + " (predicted " + time_text(best_t) + ", " + option_name(c.choice) +
+               " " + time_text(current) + "; its warm-up call)";
+    return true;
 }
 
 void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup) {
@@ -416,24 +490,33 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     double seconds = ob.seconds;
     if (!calibrating) {
         Class &c = class_of(kind, bytes, eligible);
-        if (c.warm_up) {
+        if (c.explore == i) {
+            // An exploration's warm-up is not measured either; its
+            // measured call counts at once, as any call of an
+            // option other than the choice does.
+            if (c.explore_warm) {
+                c.explore_warm = false;
+                return;
+            }
+            c.explore = -1;
+        } else if (c.warm_up) {
             c.warm_up = false;
             return;
-        }
-        // A call of the class's choice more than kConfirmAbove times
-        // slower than its estimate, and slow enough to move the class off
-        // it, waits for a second, as such an MPI probe does (observe_mpi),
-        // and the faster of the two counts: a class leaves an engine
-        // option on no single call.  Its estimate would otherwise keep the
-        // one slow time, and nothing re-measures an option not chosen.
-        // Seen on 2 emulated nodes x 2 ranks at 1 Gbit/s: Open MPI's node
-        // reduce-scatter took 170-230 ms on its first two calls (plain
-        // MPI_Reduce_scatter does the same; first touches of its scratch
-        // memory) and 5-10 ms after, so the class's 2nd two-level call,
-        // after the warm-up, measured 292 ms against 66 predicted and 70
-        // real, and the class gave up a codec that ran 3.1 times faster
-        // than the MPI library for the lossless two-level schedule.
-        if (c.held_option == i) {
+        } else if (c.held_option == i) {
+            // A call of the class's choice more than kConfirmAbove times
+            // slower than its estimate, and slow enough to move the class
+            // off it, waits for a second, as such an MPI probe does
+            // (observe_mpi), and the faster of the two counts: a class
+            // leaves an engine option on no single call.  Its estimate
+            // would otherwise keep the one slow time.  Seen on 2 emulated
+            // nodes x 2 ranks at 1 Gbit/s: Open MPI's node reduce-scatter
+            // took 170-230 ms on its first two calls (plain
+            // MPI_Reduce_scatter does the same; first touches of its
+            // scratch memory) and 5-10 ms after, so the class's 2nd
+            // two-level call, after the warm-up, measured 292 ms against
+            // 66 predicted and 70 real, and the class gave up a codec that
+            // ran 3.1 times faster than the MPI library for the lossless
+            // two-level schedule.
             seconds = std::min(seconds, c.held_seconds);
             c.held_option = -1;
         } else {
@@ -558,6 +641,7 @@ std::string Selector::summary(const char *indent) const {
                  c.calls ? time_text(c.local_seconds / double(c.calls)).c_str() : "-", c.changes);
         out += tail;
         if (c.next_predicted >= 0) out += " next=" + option_name(c.next) + ":" + time_text(c.next_predicted);
+        if (c.explorations) out += " explored=" + std::to_string(c.explorations);
         out += "\n";
     }
     return out;

@@ -19,6 +19,14 @@
 // flap between two options on alternate calls, and an engine option close
 // to the MPI library's time is not kept on a bet.
 //
+// Exploration: an estimate too low is corrected by the calls that run
+// the option, one too high by nothing, since nothing runs it.  So a class
+// that has run long enough now and then gives one timed call (and a
+// warm-up before it) to its fastest other engine option, at a gap that
+// keeps the cost of an exploration gone wrong under kExploreShare of the
+// class's time; a short run (a benchmark's 20-100 calls per size) never
+// explores.
+//
 // Extension points: the options are the product of codecs() and
 // schedules(): a new schedule is one ScheduleModel row (its cost and the
 // calls it serves), a new codec one CodecModel; a tuning source can
@@ -85,13 +93,17 @@ struct Option {
 
 class Selector {
 public:
-    static constexpr double kSwitchMargin = 0.10;  // 10% predicted gain to take the engine or switch in it
-    static constexpr uint64_t kProbeEvery = 8;     // a class re-measures MPI 8 calls after a change,
-    static constexpr uint64_t kProbeMax = 256;     // then at gaps doubling up to 256 calls
-    static constexpr double kProbeShare = 0.03;    // the most a probe may add to an engine class's calls
-    static constexpr double kWeight = 0.25;        // of a new sample in the moving estimates
-    static constexpr double kConfirmAbove = 2.0;   // an MPI probe this much slower waits for a second
-    static constexpr uint64_t kEarlyProbe = 2;     // a class that starts on MPI also probes this call
+    static constexpr double kSwitchMargin = 0.10;    // 10% predicted gain to take the engine or switch in it
+    static constexpr uint64_t kProbeEvery = 8;       // a class re-measures MPI 8 calls after a change,
+    static constexpr uint64_t kProbeMax = 256;       // then at gaps doubling up to 256 calls
+    static constexpr double kProbeShare = 0.03;      // the most a probe may add to an engine class's calls
+    static constexpr double kWeight = 0.25;          // of a new sample in the moving estimates
+    static constexpr double kConfirmAbove = 2.0;     // an MPI probe this much slower waits for a second
+    static constexpr uint64_t kEarlyProbe = 2;       // a class that starts on MPI also probes this call
+    static constexpr double kExploreShare = 0.01;    // the most an exploration may add to a class's calls
+    static constexpr uint64_t kExploreAfter = 128;   // no class explores before this many calls
+    static constexpr double kExploreWithin = 3.0;    // nor an option predicted this much slower than its choice
+    static constexpr uint64_t kExploreBackoff = 64;  // each exploration doubles the next one's gap, up to this
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -113,8 +125,12 @@ public:
     // blocking caller runs the MPI library (instead of the engine, when the
     // engine is chosen) and reports its agreed time through observe_mpi(),
     // so that the MPI library's estimate follows what it really takes.
+    // timed: the caller reports this call's time (observe(), observe_mpi()),
+    // as blocking calls do; only such a call may explore.  An exploration
+    // call returns an engine option other than the class's choice (and
+    // *why, when given, says so); the choice stays.
     Option choose(CollKind kind, size_t bytes, uint32_t eligible, bool *changed = nullptr,
-                  std::string *why = nullptr, bool *probe_mpi = nullptr);
+                  std::string *why = nullptr, bool *probe_mpi = nullptr, bool timed = true);
 
     // Predicted seconds of one option for this call: what this class
     // measured for it (scaled by the model to this call's size), else what
@@ -186,9 +202,18 @@ private:
         bool warm_up = false;            // its first engine call, not measured (record())
         double local_seconds = 0;        // sum over calls, this rank's clock
         std::vector<Measured> measured;  // per option index: agreed moving estimate
-        double held_mpi = -1;  // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
-        int held_option = -1;    // an engine option whose slow call awaits its second (record()), < 0 none
+        double held_mpi = -1;     // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
+        int held_option = -1;     // an engine option whose slow call awaits its second (record()), < 0 none
         double held_seconds = 0;  // that call's seconds
+        // Exploration (explore()): the option explored, < 0 none; its
+        // calls still to hand out after this one, and whether the next
+        // observation of it is the warm-up's; the call the gap to the next
+        // exploration counts from, that gap's doubling, the call before
+        // which nothing is evaluated, and the explorations so far.
+        int explore = -1;
+        int explore_calls = 0;
+        bool explore_warm = false;
+        uint64_t explore_from = 0, explore_scale = 1, explore_next = kExploreAfter, explorations = 0;
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
         uint64_t seen_generation = UINT64_MAX;
@@ -218,6 +243,8 @@ private:
                 bool calibrating);
     // The MPI library's re-measurement schedule of a class (choose()).
     void next_probe(Class &c, bool moved, bool *probe_mpi, double speedup);
+    // Whether this call of class c explores, and then which option (*o).
+    bool explore(Class &c, size_t bytes, Option *o, std::string *why);
 
     CostInputs in_;
     std::vector<CodecModel> codecs_;

@@ -95,8 +95,11 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
     bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);
     std::string why;
-    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr, &c.probe_mpi);
-    if (changed && debug)
+    // Only a blocking call reports its time (collective_run), so only such
+    // a call may explore an option (Selector::choose).
+    c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr, &c.probe_mpi,
+                                    !nonblocking);
+    if ((changed || !why.empty()) && debug)
         TERSE_LOG_DEBUG("planner: communicator %s, %s of %zu bytes: %s", st->describe().c_str(),
                         coll_kind_name(a.kind), c.bytes, why.c_str());
     c.engine = c.option.engine;
