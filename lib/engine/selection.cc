@@ -68,10 +68,25 @@ std::string time_text(double s) {
 
 }  // namespace
 
-CodecCost CodecModel::estimate() const {
+CodecCost CodecModel::estimate(Schedule s) const {
     if (identity) return CodecCost{};
-    if (samples) return measured;
+    if (s == Schedule::TwoLevel) s = Schedule::Ring;
+    const size_t own = size_t(s);
+    if (own < on.size() && on[own].samples) return on[own].measured;
+    CodecCost least{INFINITY, INFINITY};
+    for (const CodecSamples &m : on)
+        if (m.samples) {
+            least.seconds_per_byte = std::min(least.seconds_per_byte, m.measured.seconds_per_byte);
+            least.ratio = std::min(least.ratio, m.measured.ratio);
+        }
+    if (std::isfinite(least.seconds_per_byte)) return least;
     return CodecCost{0.0, prior_ratio};
+}
+
+uint64_t CodecModel::samples() const {
+    uint64_t n = 0;
+    for (const CodecSamples &m : on) n += m.samples;
+    return n;
 }
 
 std::vector<ScheduleModel> default_schedules() {
@@ -159,8 +174,8 @@ double Selector::model(const Option &o, CollKind kind, size_t bytes) const {
     CostInputs in = in_;
     in.fixed = in_.fixed * c.agreements;
     for (const ScheduleModel &s : schedules_)
-        if (s.schedule == o.schedule) return s.cost(in, c.estimate(), kind, double(bytes));
-    return cost_ring_kind(in, c.estimate(), kind, double(bytes));
+        if (s.schedule == o.schedule) return s.cost(in, c.estimate(o.schedule), kind, double(bytes));
+    return cost_ring_kind(in, c.estimate(o.schedule), kind, double(bytes));
 }
 
 double Selector::scaled(const Measured &m, const Option &o, CollKind kind, double bytes,
@@ -533,14 +548,16 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     CodecModel &cm = codecs_[o.codec];
     // A two-level operation's codec worked on a rail's shard only: its time
     // says nothing of the codec's cost per byte of a flat call.
-    if (!cm.identity && bytes > 0 && o.schedule != Schedule::TwoLevel) {
+    static_assert(size_t(Schedule::TwoLevel) >= kMeasuredSchedules, "two-level times are not codec samples");
+    if (!cm.identity && bytes > 0 && size_t(o.schedule) < cm.on.size()) {
+        CodecSamples &on = cm.on[size_t(o.schedule)];
         // Calibration ran on data of its own: the first call's data replaces it.
-        const bool first = cm.samples == 0 || cm.calibrated_only;
-        cm.calibrated_only = calibrating && first;
-        cm.measured.seconds_per_byte = blend(cm.measured.seconds_per_byte, ob.codec_seconds / double(bytes),
+        const bool first = on.samples == 0 || on.calibrated_only;
+        on.calibrated_only = calibrating && first;
+        on.measured.seconds_per_byte = blend(on.measured.seconds_per_byte, ob.codec_seconds / double(bytes),
                                              first);
-        cm.measured.ratio = blend(cm.measured.ratio, std::clamp(ob.ratio, 0.0, 4.0), first);
-        cm.samples++;
+        on.measured.ratio = blend(on.measured.ratio, std::clamp(ob.ratio, 0.0, 4.0), first);
+        on.samples++;
     }
     const double m = model(o, kind, bytes);
     if (!(m > 0)) return;

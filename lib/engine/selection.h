@@ -37,12 +37,23 @@
 #include "engine/cost_model.h"
 #include "engine/planner.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace terse {
+
+// What the operations of one schedule measured of a codec.
+struct CodecSamples {
+    CodecCost measured;  // moving estimate from the operations' observations
+    uint64_t samples = 0;
+    bool calibrated_only = false;  // measured holds calibration samples only (Selector::calibrate)
+};
+
+// The flat schedules a codec is measured on, apart (CodecModel::on).
+constexpr size_t kMeasuredSchedules = size_t(Schedule::Gather) + 1;
 
 // A codec the selection can choose, as the model sees it.
 struct CodecModel {
@@ -51,10 +62,20 @@ struct CodecModel {
     bool gather_only = false;  // payloads cannot be summed (TERSE_REDUCE_GATHER)
     int agreements = 1;        // small allreduces per operation (summable codecs agree on statistics first)
     double prior_ratio = 1;    // worst-case wire/raw (max_encoded_size), until measured
-    CodecCost measured;        // moving estimate from the operations' observations
-    uint64_t samples = 0;
-    bool calibrated_only = false;  // measured holds calibration samples only (Selector::calibrate)
-    CodecCost estimate() const;    // measured, or (0 s/byte, prior_ratio) before any sample
+    // Per flat schedule: its codec work per byte of the call is its own
+    // (recursive doubling on 4 ranks at 10 Gbit/s: 1.66 times the ring's
+    // encode + decode time for the same calls, and a wire ratio of 3.71
+    // against 3.32).  Shared, the ring's estimate followed the recursive
+    // doubling calls of a class up to twice what the ring takes, and no
+    // class ran the ring again.
+    std::array<CodecSamples, kMeasuredSchedules> on;
+    // The estimate for schedule s: what its operations measured; before
+    // any, the least any other flat schedule measured (a prediction too low
+    // is corrected by the first call that runs it, one too high by
+    // nothing); before any sample, (0 s/byte, prior_ratio).  The two-level
+    // schedule reads the ring's: its cost takes a flat ring's codec work.
+    CodecCost estimate(Schedule s) const;
+    uint64_t samples() const;  // over every schedule
 };
 
 // A schedule the selection can weigh.
