@@ -910,3 +910,30 @@ TEST(Selection, MpiTimedBesideTheCalibrationCorrectsASlowProbe) {
     EXPECT_LT(s.predict(Option{}, CollKind::Allreduce, next, kAll),
               slow.predict(Option{}, CollKind::Allreduce, next, kAll) / 2);
 }
+
+TEST(Selection, ExplorationTriesWhatTheClassHasNotMeasuredFirst) {
+    // Recursive doubling measured at 0.95 times the MPI library (no move:
+    // within the margin) is the fastest prediction; the ring, never run by
+    // the class, is explored first.  Once it has lost, recursive doubling
+    // is.
+    const size_t bytes = 4 << 20;
+    Selector s = with_mpi_gap(1.0, bytes);
+    const Option ring{true, 0, Schedule::Ring}, rd{true, 0, Schedule::RecursiveDoubling};
+    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    ASSERT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
+    s.observe(CollKind::Allreduce, bytes, kAll, rd, Observation{0.95 * mpi, 0, 1});
+    ASSERT_LT(s.predict(rd, CollKind::Allreduce, bytes, kAll), s.predict(ring, CollKind::Allreduce, bytes, kAll));
+    std::vector<Option> explored;
+    for (int call = 0; call < 3000 && explored.size() < 4; ++call) {
+        const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+        if (!o.engine) continue;
+        explored.push_back(o);
+        s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{(o == ring ? 2.0 : 0.95) * mpi, 0, 1});
+    }
+    ASSERT_EQ(explored.size(), 4u) << s.summary("");
+    EXPECT_EQ(explored[0], ring);  // the warm-up
+    EXPECT_EQ(explored[1], ring);  // the measured call
+    EXPECT_EQ(explored[2], rd);
+    EXPECT_EQ(explored[3], rd);
+    EXPECT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
+}

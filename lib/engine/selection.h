@@ -22,7 +22,8 @@
 // Exploration: an estimate too low is corrected by the calls that run
 // the option, one too high by nothing, since nothing runs it.  So a class
 // that has run long enough now and then gives one timed call (and a
-// warm-up before it) to its fastest other engine option, at a gap that
+// warm-up before it) to another engine option (the fastest it has not
+// measured, else the fastest), at a gap that
 // keeps the cost of an exploration gone wrong under kExploreShare of the
 // class's time; a short run (a benchmark's 20-100 calls per size) never
 // explores.
