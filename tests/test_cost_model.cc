@@ -887,30 +887,6 @@ TEST(Selection, EachScheduleKeepsItsOwnCodecCost) {
     EXPECT_EQ(two.codecs()[0].samples(), 0u);
 }
 
-TEST(Selection, MpiTimedBesideTheCalibrationCorrectsASlowProbe) {
-    // The set-up probe read the MPI library 6 times slower than it is (a
-    // disturbed start); the engine, calibrated at 64 KiB, would win on that
-    // figure.  Timed again beside the calibration, the faster figure counts:
-    // the class and its neighbours go to the MPI library.  A slower second
-    // figure changes nothing.
-    const size_t small = 64 << 10, next = 128 << 10;
-    CostInputs in = slow_link(4);
-    for (int i = 0; i < in.pmpi.points; ++i) in.pmpi.seconds[i] *= 6;
-    Selector s(in, {identity()});
-    const Option ring{true, 0, Schedule::Ring};
-    const double truth = s.predict(Option{}, CollKind::Allreduce, small, kAll) / 6;
-    s.calibrate(CollKind::Allreduce, small, kAll, ring, Observation{2 * truth, 0, 1});
-    Selector slow = s;
-    slow.calibrate_mpi(CollKind::Allreduce, small, kAll, 10 * truth);
-    EXPECT_DOUBLE_EQ(slow.predict(Option{}, CollKind::Allreduce, small, kAll), 6 * truth);
-    EXPECT_TRUE(slow.choose(CollKind::Allreduce, small, kAll).engine);
-    s.calibrate_mpi(CollKind::Allreduce, small, kAll, truth);
-    EXPECT_DOUBLE_EQ(s.predict(Option{}, CollKind::Allreduce, small, kAll), truth);
-    EXPECT_FALSE(s.choose(CollKind::Allreduce, small, kAll).engine) << s.summary("");
-    EXPECT_LT(s.predict(Option{}, CollKind::Allreduce, next, kAll),
-              slow.predict(Option{}, CollKind::Allreduce, next, kAll) / 2);
-}
-
 TEST(Selection, ExplorationTriesWhatTheClassHasNotMeasuredFirst) {
     // Recursive doubling measured at 0.95 times the MPI library (no move:
     // within the margin) is the fastest prediction; the ring, never run by

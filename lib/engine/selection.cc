@@ -608,15 +608,6 @@ void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, doubl
     correction_[0] = clamp_correction(blend(correction_[0], sample / m, false));
 }
 
-void Selector::calibrate_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds) {
-    if (!(seconds > 0)) return;
-    Class &c = class_of(kind, bytes, eligible);
-    const double prior = predict_in(&c, all_[0], kind, bytes);
-    if (!(seconds < prior)) return;
-    ++generation_;
-    blend_into(c, 0, seconds, double(bytes), true);
-}
-
 // Whether class c, on engine option i, would leave it (choose()) were a
 // call of it to take `seconds`.
 bool Selector::moves_off_engine(const Class &c, int i, size_t bytes, double seconds) const {

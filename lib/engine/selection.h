@@ -178,11 +178,6 @@ public:
     // really takes here and not on the model's guess.  Agreed like observe().
     void calibrate(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
 
-    // The MPI library's time measured beside the engine's calibration
-    // (runtime/engine_calibration.h), agreed: the class's estimate becomes
-    // the faster of it and what the set-up probe said.
-    void calibrate_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
-
     // A call's time on this rank's clock, for statistics only.
     void note_local_time(CollKind kind, size_t bytes, uint32_t eligible, double seconds);
     // The MPI library's time for a probed call (choose()'s probe_mpi), MAX

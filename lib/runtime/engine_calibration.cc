@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
-#include <mpi.h>
 #include <new>
 #include <string>
 #include <vector>
@@ -59,24 +58,6 @@ Status run_one(CommState *st, size_t slot, Schedule schedule, const CollArgs &ar
     return engine_wait(op.get());
 }
 
-// The MPI library's allreduce of args (floats, sum), fastest of kReps after
-// a warm-up, the largest over the ranks in *seconds.
-Status time_mpi(CommState *st, const CollArgs &args, double *seconds) {
-    double best = std::numeric_limits<double>::infinity();
-    for (int r = 0; r <= kReps; ++r) {
-        const double t0 = now_seconds();
-        if (PMPI_Allreduce(args.sendbuf, args.recvbuf, int(args.count), MPI_FLOAT, MPI_SUM, st->comm) !=
-            MPI_SUCCESS)
-            return set_error(TERSE_ERR_MPI, "terse: calibrating communicator %s failed in PMPI_Allreduce",
-                             st->describe().c_str());
-        if (r > 0) best = std::min(best, now_seconds() - t0);
-    }
-    if (PMPI_Allreduce(&best, seconds, 1, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
-        return set_error(TERSE_ERR_MPI, "terse: calibrating communicator %s failed in PMPI_Allreduce",
-                         st->describe().c_str());
-    return TERSE_OK;
-}
-
 }  // namespace
 
 Status calibrate_engine(CommState *st) {
@@ -109,36 +90,12 @@ Status calibrate_engine(CommState *st) {
     std::string report;
     int runs = 0;
     double spent = 0;  // agreed seconds of the operations run, so the same on every rank
-    bool mpi_stopped = false;
     for (size_t bytes : kSizes) {
         args.count = bytes / sizeof(float);
         uint32_t eligible = collective_eligible(st, args);
         if (!eligible) continue;
         if (collective_two_level_weighed(st, args, false)) eligible |= kEligibleTwoLevel;
         const double budget = tracks.empty() ? kFirstSizeBudget : kSizeBudget;
-        // The MPI library at this size too, beside the engine's operations
-        // and under the same conditions: the set-up probe
-        // (runtime/cost_probe.h) ran before, and on 4 ranks sharing 2 cores
-        // at 10 Gbit/s one probe in about a dozen read everything slow (the
-        // link's latency 36 us against 8-19, MPI_Allreduce of 64 KiB 1975 us
-        // against 262-490), so every class from 64 KiB up ran a codec at
-        // half the MPI library's speed until its first probe, 60 calls
-        // later.  The faster of the two counts (Selector::calibrate_mpi).
-        if (!mpi_stopped) {
-            const double cost = sel->predict(Option{}, args.kind, bytes, eligible) * (kReps + 1);
-            if (!(cost <= budget) || !(spent + cost <= kTotalBudget)) {
-                mpi_stopped = true;
-            } else {
-                double t = 0;
-                if (Status s = time_mpi(st, args, &t); s != TERSE_OK) return s;
-                spent += t * (kReps + 1);
-                const double before = sel->predict(Option{}, args.kind, bytes, eligible);
-                sel->calibrate_mpi(args.kind, bytes, eligible, t);
-                char line[120];
-                snprintf(line, sizeof line, " pmpi@%zuK %.1fus (had %.1fus)", bytes >> 10, t * 1e6, before * 1e6);
-                report += line;
-            }
-        }
         for (const Option &o : sel->engine_options(args.kind, eligible)) {
             // The two-level schedule runs MPI collectives on the node
             // communicators and a rail's shard: its cost is its own model's.

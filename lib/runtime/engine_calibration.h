@@ -11,11 +11,7 @@
 // option an allreduce of floats may run (each codec of the communicator on
 // each flat schedule) runs here at 64 KiB, 256 KiB and 1 MiB, after one
 // warm-up, and its agreed time is given to the selector as a calibration
-// (Selector::calibrate); the MPI library's allreduce is timed at each
-// size too, beside them, and the faster of that and the set-up probe's
-// figure is the class's estimate (Selector::calibrate_mpi), so that one
-// disturbed probe does not make every class take the engine.  A size is
-// skipped for an option (or the MPI library) when its
+// (Selector::calibrate).  A size is skipped for an option when its
 // predicted time no longer fits a few milliseconds, or the whole
 // calibration no longer fits 30 ms, so slow fabrics measure the smallest
 // size only; sizes below the communicator's min_bytes, and codecs that
