@@ -880,6 +880,15 @@ TEST(Selection, EachScheduleKeepsItsOwnCodecCost) {
     EXPECT_DOUBLE_EQ(s.predict(ring, CollKind::Allreduce, bytes, kAll), ring_before);
     EXPECT_GT(q.estimate(Schedule::RecursiveDoubling).seconds_per_byte, 7e-9);
     EXPECT_EQ(q.samples(), 22u);
+    // A calibration (64 KiB, fixed costs per chunk included) gives way to
+    // what another schedule's calls measured, until the schedule's own do.
+    Selector cal(in, {quantize8(), identity()});
+    cal.calibrate(CollKind::Allreduce, 64 << 10, kAll, ring, Observation{1e-3, double(64 << 10) * 8e-9, 0.3});
+    EXPECT_DOUBLE_EQ(cal.codecs()[0].estimate(Schedule::Ring).seconds_per_byte, 8e-9);
+    cal.observe(CollKind::Allreduce, 1 << 20, kAll, rd, Observation{0.05, double(1 << 20) * 4e-9, 0.3});
+    EXPECT_DOUBLE_EQ(cal.codecs()[0].estimate(Schedule::Ring).seconds_per_byte, 4e-9);
+    cal.observe(CollKind::Allreduce, 2 << 20, kAll, ring, Observation{0.05, double(2 << 20) * 6e-9, 0.3});
+    EXPECT_DOUBLE_EQ(cal.codecs()[0].estimate(Schedule::Ring).seconds_per_byte, 6e-9);
     // Two-level calls measure no codec cost.
     Selector two(in, {quantize8()}, schedules_for(Algorithm::Auto, true));
     two.observe(CollKind::Allreduce, bytes, kAll | kEligibleTwoLevel, Option{true, 0, Schedule::TwoLevel},

@@ -72,7 +72,13 @@ CodecCost CodecModel::estimate(Schedule s) const {
     if (identity) return CodecCost{};
     if (s == Schedule::TwoLevel) s = Schedule::Ring;
     const size_t own = size_t(s);
-    if (own < on.size() && on[own].samples) return on[own].measured;
+    if (own < on.size() && on[own].samples && !on[own].calibrated_only) return on[own].measured;
+    // Calibration runs 64 KiB first, where an operation's fixed costs per
+    // chunk inflate the cost per byte: on 4 ranks at 10 Gbit/s a ring held
+    // at its own 64 KiB figure lost 4-16 MiB to recursive doubling, which
+    // had run calls of those sizes, at half the ring's speed.  Until its
+    // own calls measure it, a schedule takes the least of its calibration
+    // and what the others measured.
     CodecCost least{INFINITY, INFINITY};
     for (const CodecSamples &m : on)
         if (m.samples) {

@@ -70,11 +70,12 @@ struct CodecModel {
     // doubling calls of a class up to twice what the ring takes, and no
     // class ran the ring again.
     std::array<CodecSamples, kMeasuredSchedules> on;
-    // The estimate for schedule s: what its operations measured; before
-    // any, the least any other flat schedule measured (a prediction too low
-    // is corrected by the first call that runs it, one too high by
-    // nothing); before any sample, (0 s/byte, prior_ratio).  The two-level
-    // schedule reads the ring's: its cost takes a flat ring's codec work.
+    // The estimate for schedule s: what its calls measured; before any,
+    // the least of its own calibration and what any other flat schedule
+    // measured (a prediction too low is corrected by the first call that
+    // runs it, one too high by nothing); before any sample, (0 s/byte,
+    // prior_ratio).  The two-level schedule reads the ring's: its cost
+    // takes a flat ring's codec work.
     CodecCost estimate(Schedule s) const;
     uint64_t samples() const;  // over every schedule
 };
