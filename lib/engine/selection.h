@@ -236,6 +236,7 @@ private:
         int explore = -1;
         int explore_calls = 0;
         bool explore_warm = false;
+        double explore_held = -1;  // seconds of a measured call awaiting its second, < 0 none
         uint64_t explore_from = 0, explore_scale = 1, explore_next = kExploreAfter, explorations = 0;
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
