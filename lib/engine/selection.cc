@@ -402,7 +402,7 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
 // takes, within the MPI library's margin, and ran the MPI library for
 // good where the codec is 1.2-2.3 times faster.  Explorations on every
 // call of a short run (the trials of 20a7950, reverted) cost a benchmark
-// on shared memory 14-17%: here a benchmark's 20-100 calls per size
+// on shared memory 14-17%: here a benchmark's 20-110 calls per size
 // never explore.  One option is explored at a time, only where predicted
 // within kExploreWithin of the choice (below: which).  The MPI library is
 // re-measured by the probes (next_probe()), not here.
@@ -417,9 +417,9 @@ bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
             if (why) *why = "explores " + option_name(*o) + " (a measured call)";
             return true;
         }
+        if (c.held_option == c.explore) c.held_option = -1;
         c.explore = -1;
         c.explore_warm = false;
-        c.explore_held = -1;
     }
     if (c.calls < c.explore_next) return false;
     const double current = predict_in(&c, c.choice, c.kind, bytes);
@@ -532,13 +532,15 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
                 c.explore_warm = false;
                 return;
             }
-            if (c.explore_held < 0 && seconds < (1.0 - kSwitchMargin) * predict_in(&c, c.choice, kind, bytes)) {
-                c.explore_held = seconds;
+            if (c.held_option == i) {
+                seconds = std::max(seconds, c.held_seconds);
+                c.held_option = -1;
+            } else if (seconds < (1.0 - kSwitchMargin) * predict_in(&c, c.choice, kind, bytes)) {
+                c.held_option = i;
+                c.held_seconds = seconds;
                 c.explore_calls = 1;
                 return;
             }
-            if (c.explore_held >= 0) seconds = std::max(seconds, c.explore_held);
-            c.explore_held = -1;
             c.explore = -1;
         } else if (c.warm_up) {
             c.warm_up = false;

@@ -25,7 +25,7 @@
 // warm-up before it) to another engine option (the fastest it has not
 // measured, else the fastest), at a gap that
 // keeps the cost of an exploration gone wrong under kExploreShare of the
-// class's time; a short run (a benchmark's 20-100 calls per size) never
+// class's time; a short run (a benchmark's 20-110 calls per size) never
 // explores.
 //
 // Extension points: the options are the product of codecs() and
@@ -225,8 +225,11 @@ private:
         bool warm_up = false;            // its first engine call, not measured (record())
         double local_seconds = 0;        // sum over calls, this rank's clock
         std::vector<Measured> measured;  // per option index: agreed moving estimate
-        double held_mpi = -1;     // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
-        int held_option = -1;     // an engine option whose slow call awaits its second (record()), < 0 none
+        double held_mpi = -1;  // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
+        // An engine option whose call awaits its second (record()), < 0
+        // none: a slow call of the choice (the faster of the two counts)
+        // or a fast one of an exploration (the slower counts).
+        int held_option = -1;
         double held_seconds = 0;  // that call's seconds
         // Exploration (explore()): the option explored, < 0 none; its
         // calls still to hand out after this one, and whether the next
@@ -236,7 +239,6 @@ private:
         int explore = -1;
         int explore_calls = 0;
         bool explore_warm = false;
-        double explore_held = -1;  // seconds of a measured call awaiting its second, < 0 none
         uint64_t explore_from = 0, explore_scale = 1, explore_next = kExploreAfter, explorations = 0;
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
