@@ -500,7 +500,9 @@ TEST(Selection, ProbesThinOutWhileTheChoiceHolds) {
 TEST(Selection, ProbesOfASmallLeadComeEarly) {
     // An engine option only a little faster than the MPI library (its
     // measured time puts it 1.15x ahead): a probe costs little, and the
-    // class re-measures the MPI library after kProbeEvery calls.
+    // class re-measures the MPI library after kProbeEvery calls, and
+    // first after its engine warm-up and first measured call, since no
+    // class has measured the MPI library yet.
     const size_t bytes = 4 << 20;
     Selector s = with_mpi_gap(1.15, bytes);
     std::vector<int> probed;
@@ -509,7 +511,44 @@ TEST(Selection, ProbesOfASmallLeadComeEarly) {
         ASSERT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine) << call;
         if (probe) probed.push_back(call);
     }
-    EXPECT_EQ(probed, (std::vector<int>{8, 16, 32}));
+    EXPECT_EQ(probed, (std::vector<int>{int(Selector::kEarlyProbe) + 1, 8, 16, 32}));
+}
+
+TEST(Selection, AnEngineClassOnTheSetUpAloneProbesEarly) {
+    // The set-up read the MPI library 1.4 times slower than the engine (a
+    // disturbed start); it really takes 0.6 of the engine's time.  The
+    // class's 3rd call (after the engine's warm-up and first measured
+    // call) runs the MPI library, whose time moves the class to it.
+    const size_t bytes = 4 << 20;
+    const Option engine{true, 0, Schedule::Ring};
+    Selector s = with_mpi_gap(1.4, bytes);
+    const double engine_t = s.predict(engine, CollKind::Allreduce, bytes, kAll);
+    for (int call = 1; call <= int(Selector::kEarlyProbe) + 1; ++call) {
+        bool probe = false;
+        ASSERT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine) << call;
+        EXPECT_EQ(probe, call == int(Selector::kEarlyProbe) + 1) << call;
+    }
+    s.observe_mpi(CollKind::Allreduce, bytes, kAll, 0.6 * engine_t);
+    EXPECT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
+
+    // Where another class of the kind has measured the MPI library, or the
+    // engine is predicted kEarlyProbeBelow times faster, no early probe:
+    // there it would cost a call of the MPI library on the set-up's word.
+    auto probes_before_8 = [&](Selector &sel) {
+        int n = 0;
+        for (int call = 1; call < int(Selector::kProbeEvery); ++call) {
+            bool probe = false;
+            EXPECT_TRUE(sel.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine) << call;
+            n += probe;
+        }
+        return n;
+    };
+    Selector measured = with_mpi_gap(1.4, bytes);
+    measured.observe_mpi(CollKind::Allreduce, bytes / 4, kAll,
+                         measured.predict(Option{}, CollKind::Allreduce, bytes / 4, kAll));
+    EXPECT_EQ(probes_before_8(measured), 0);
+    Selector far = with_mpi_gap(Selector::kEarlyProbeBelow * 1.1, bytes);
+    EXPECT_EQ(probes_before_8(far), 0);
 }
 
 TEST(Selection, PinnedClassesSkipTheModel) {

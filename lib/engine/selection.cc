@@ -479,11 +479,25 @@ void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup)
         // until its 8th call.  Its 2nd call (the 1st pays first touches)
         // is timed anyway, and agreeing its time costs little
         // (runtime/collective.h: the agreement stays in flight).
-        c.early_probe = c.calls == 1 && !c.choice.engine;
+        //
+        // A class that starts on an engine option has the same set-up
+        // estimate to weigh it against, and a set-up disturbed on a busy
+        // host (seen on 4 ranks sharing 2 cores at 10 Gbit/s: a 64 KiB
+        // MPI_Allreduce read at 565 us where it takes 260-300) moves it to
+        // an engine option that is slower, until its kProbeEvery-th call.
+        // So while no class of its kind has measured the MPI library, and
+        // the option is predicted less than kEarlyProbeBelow times faster
+        // (a probe then costs less than one of its calls), the call after
+        // the option's warm-up and first measured call runs the MPI library.
+        c.early_probe = 0;
+        c.early_engine = c.choice.engine;
+        if (c.calls == 1 && !c.choice.engine) c.early_probe = kEarlyProbe;
+        if (c.calls == 1 && c.choice.engine && speedup < kEarlyProbeBelow && !mpi_measured(c.kind))
+            c.early_probe = kEarlyProbe + 1;
     }
-    if (c.early_probe && c.calls >= kEarlyProbe) {
-        c.early_probe = false;
-        if (c.choice.engine) return;  // moved off the MPI library meanwhile
+    if (c.early_probe && c.calls >= c.early_probe) {
+        c.early_probe = 0;
+        if (c.choice.engine != c.early_engine) return;  // moved meanwhile: to the engine, or to the MPI library
         if (probe_mpi) *probe_mpi = true;
         return;
     }
@@ -627,6 +641,12 @@ void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, doubl
     }
     blend_into(c, 0, sample, double(bytes), false);
     correction_[0] = clamp_correction(blend(correction_[0], sample / m, false));
+}
+
+bool Selector::mpi_measured(CollKind kind) const {
+    for (const Class &c : classes_)
+        if (c.kind == kind && c.measured[0].seconds >= 0) return true;
+    return false;
 }
 
 // Whether class c, on engine option i, would leave it (choose()) were a

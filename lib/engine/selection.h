@@ -122,7 +122,10 @@ public:
     static constexpr double kProbeShare = 0.03;      // the most a probe may add to an engine class's calls
     static constexpr double kWeight = 0.25;          // of a new sample in the moving estimates
     static constexpr double kConfirmAbove = 2.0;     // an MPI probe this much slower waits for a second
-    static constexpr uint64_t kEarlyProbe = 2;       // a class that starts on MPI also probes this call
+    static constexpr uint64_t kEarlyProbe = 2;       // a class that starts on MPI also probes this call,
+    static constexpr double kEarlyProbeBelow = 2.0;  // one that starts on an engine option predicted less
+                                                     // than this much faster the call after, while no
+                                                     // class of its kind has measured the MPI library
     static constexpr double kExploreShare = 0.01;    // the most an exploration may add to a class's calls
     static constexpr uint64_t kExploreAfter = 128;   // no class explores before this many calls
     static constexpr double kExploreWithin = 3.0;    // nor an option predicted this much slower than its choice
@@ -144,7 +147,9 @@ public:
     // its choice changed, or later where the engine chosen is k times
     // faster: (k - 1) / kProbeShare calls; then at gaps doubling up to
     // kProbeMax; and a class whose first choice is the MPI library at its
-    // call kEarlyProbe too) on which a
+    // call kEarlyProbe too, one whose first is an engine option less than
+    // kEarlyProbeBelow times faster at kEarlyProbe + 1 while no class of
+    // its kind has measured the MPI library) on which a
     // blocking caller runs the MPI library (instead of the engine, when the
     // engine is chosen) and reports its agreed time through observe_mpi(),
     // so that the MPI library's estimate follows what it really takes.
@@ -220,7 +225,8 @@ private:
         double next_predicted = -1;
         uint64_t calls = 0, changes = 0;
         uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
-        bool early_probe = false;                                    // kEarlyProbe still to come
+        uint64_t early_probe = 0;  // the call of its early probe still to come (0: none)
+        bool early_engine = false;  // whether the class started on the engine
         bool engine_ran = false;                                     // choose() has given it the engine
         bool warm_up = false;            // its first engine call, not measured (record())
         double local_seconds = 0;        // sum over calls, this rank's clock
@@ -259,6 +265,8 @@ private:
     // Whether the MPI library measured at mpi_seconds would move class c,
     // now on the MPI library, to an engine option (observe_mpi()).
     bool moves_off_mpi(const Class &c, size_t bytes, double mpi_seconds) const;
+    // Whether a class of kind has measured the MPI library.
+    bool mpi_measured(CollKind kind) const;
     // Whether class c, on engine option i, would leave it were a call of
     // it to take `seconds` (record()).
     bool moves_off_engine(const Class &c, int i, size_t bytes, double seconds) const;
