@@ -86,6 +86,12 @@ Status calibrate_engine(CommState *st) {
         Option option;
         bool warm = false, stopped = false;
     };
+    // An option measured at one size: its warm-up (< 0: none) and fastest repeat.
+    struct Run {
+        size_t track;
+        double predicted, warm_up = -1;
+        Observation best;
+    };
     std::vector<Track> tracks;
     std::string report;
     int runs = 0;
@@ -96,6 +102,8 @@ Status calibrate_engine(CommState *st) {
         if (!eligible) continue;
         if (collective_two_level_weighed(st, args, false)) eligible |= kEligibleTwoLevel;
         const double budget = tracks.empty() ? kFirstSizeBudget : kSizeBudget;
+        std::vector<Run> here;
+        double reserved = 0;  // predicted seconds of this size's runs
         for (const Option &o : sel->engine_options(args.kind, eligible)) {
             // The two-level schedule runs MPI collectives on the node
             // communicators and a rail's shard: its cost is its own model's.
@@ -105,22 +113,39 @@ Status calibrate_engine(CommState *st) {
             if (t->stopped) continue;
             const double predicted = sel->predict(o, args.kind, bytes, eligible);
             const double cost = predicted * (kReps + (t->warm ? 0 : 1));
-            if (!(cost <= budget) || !(spent + cost <= kTotalBudget)) {
+            if (!(cost <= budget) || !(spent + reserved + cost <= kTotalBudget)) {
                 t->stopped = true;
                 continue;
             }
-            Observation best;
-            best.seconds = std::numeric_limits<double>::infinity();
-            double warm_up = -1;
-            for (int r = t->warm ? 1 : 0; r <= kReps; ++r) {
+            reserved += cost;
+            Run r{size_t(t - tracks.begin()), predicted, -1, Observation{}};
+            r.best.seconds = std::numeric_limits<double>::infinity();
+            here.push_back(r);
+        }
+        // Warm-ups first, then each repeat of every option in turn, not an
+        // option's repeats back to back: a disturbance of a few
+        // milliseconds (another process on a rank's core) then slows one
+        // repeat of an option, not all of them.  Seen on 4 ranks sharing 2
+        // cores at 10 Gbit/s: both repeats of the codec's 64 KiB ring read
+        // 3.2 ms where it takes 0.7-1.4, and every class from 1 MiB up ran
+        // the MPI library, 1.5-2 times slower than the codec.
+        for (int r = 0; r <= kReps; ++r)
+            for (Run &x : here) {
+                Track &t = tracks[x.track];
+                if (r == 0 && t.warm) continue;
                 Observation ob;
-                Status s = run_one(st, size_t(o.codec), o.schedule, args, &ob);
+                Status s = run_one(st, size_t(t.option.codec), t.option.schedule, args, &ob);
                 if (s != TERSE_OK) return s;
                 ++runs;
-                if (r == 0) warm_up = ob.seconds;
-                else spent += ob.seconds;
-                if (r > 0 && ob.seconds < best.seconds) best = ob;
+                if (r == 0) {
+                    x.warm_up = ob.seconds;
+                    continue;
+                }
+                spent += ob.seconds;
+                if (ob.seconds < x.best.seconds) x.best = ob;
             }
+        for (Run &x : here) {
+            Track &t = tracks[x.track];
             // A warm-up counts as one more repeat: what it takes beyond
             // that (first touches, a new peer's connection, TCP growing
             // its window for a larger message: 3-24 ms for a 64 KiB
@@ -129,17 +154,17 @@ Status calibrate_engine(CommState *st) {
             // warm-up spent the budget, and in 2 runs of 6 the lossless
             // options were not calibrated: classes then tried them on the
             // model's guess, warm-ups included, in their first calls.
-            if (warm_up >= 0) spent += std::min(warm_up, best.seconds);
-            t->warm = true;
-            sel->calibrate(args.kind, bytes, eligible, o, best);
+            if (x.warm_up >= 0) spent += std::min(x.warm_up, x.best.seconds);
+            t.warm = true;
+            sel->calibrate(args.kind, bytes, eligible, t.option, x.best);
             char line[200];
-            if (warm_up >= 0)
+            if (x.warm_up >= 0)
                 snprintf(line, sizeof line, " %s@%zuK %.1fus (warm-up %.1fus, predicted %.1fus)",
-                         sel->option_name(o).c_str(), bytes >> 10, best.seconds * 1e6, warm_up * 1e6,
-                         predicted * 1e6);
+                         sel->option_name(t.option).c_str(), bytes >> 10, x.best.seconds * 1e6, x.warm_up * 1e6,
+                         x.predicted * 1e6);
             else
-                snprintf(line, sizeof line, " %s@%zuK %.1fus (predicted %.1fus)", sel->option_name(o).c_str(),
-                         bytes >> 10, best.seconds * 1e6, predicted * 1e6);
+                snprintf(line, sizeof line, " %s@%zuK %.1fus (predicted %.1fus)", sel->option_name(t.option).c_str(),
+                         bytes >> 10, x.best.seconds * 1e6, x.predicted * 1e6);
             report += line;
         }
     }
