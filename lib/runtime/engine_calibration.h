@@ -11,10 +11,12 @@
 // option an allreduce of floats may run (each codec of the communicator on
 // each flat schedule) runs here at 64 KiB, 256 KiB and 1 MiB, after one
 // warm-up, and its agreed time is given to the selector as a calibration
-// (Selector::calibrate).  A size is skipped for an option when its
-// predicted time no longer fits a few milliseconds, or the whole
-// calibration no longer fits 30 ms, so slow fabrics measure the smallest
-// size only; sizes below the communicator's min_bytes, and codecs that
+// (Selector::calibrate).  Above the smallest size, only options predicted
+// within 1.5 times the MPI library's time run (elsewhere no class's choice
+// turns on them).  A size is skipped for an option when its predicted
+// time no longer fits a few milliseconds, or the whole calibration no
+// longer fits 30 ms of repeats, so slow fabrics measure the smallest size
+// only; sizes below the communicator's min_bytes, and codecs that
 // cannot run floats, are not measured.  Every decision here reads agreed
 // values only, so every rank runs the same operations.
 //
