@@ -358,7 +358,9 @@ TEST(Selection, EngineTakenOnlyWhenItPaysTheMargin) {
 TEST(Selection, EngineLeftWhenTheMpiLibraryIsNoSlower) {
     // Chosen on the model's promise, the engine then measures 2% slower
     // than the MPI library: the class goes to the MPI library within a few
-    // calls (not after a 10% gap) and stays there.
+    // calls (not after a 10% gap) and stays there.  A few: the warm-up,
+    // and two calls of each option it leaves (the first held back until
+    // the second confirms it).
     const size_t bytes = 4 << 20;
     Selector s = with_mpi_gap(1.5, bytes);
     const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
@@ -375,7 +377,7 @@ TEST(Selection, EngineLeftWhenTheMpiLibraryIsNoSlower) {
         o = next;
     }
     EXPECT_FALSE(o.engine);
-    EXPECT_LE(engine_calls, 4);
+    EXPECT_LE(engine_calls, 5);
     EXPECT_LE(changes, 2) << s.summary("");
 }
 
@@ -724,27 +726,30 @@ TEST(Selection, OneSlowProbeDoesNotMoveAClassOffTheMpiLibrary) {
 
 TEST(Selection, OneSlowCallDoesNotMoveAClassOffItsEngineOption) {
     // A class on the engine (predicted 1.5 times faster than the MPI
-    // library) measures one call at 4 times its estimate, slower than the
-    // MPI library: the call is held back and the class keeps its option.
-    // The option's next call counts the faster of the two: at the usual
-    // time, nothing moves and the estimate is that time; slow again, the
-    // class leaves the option.  A slow call that would move nothing counts
-    // at once.
+    // library) measures one call slower than the MPI library: at 4 times
+    // its estimate, and at 1.8 times (below kConfirmAbove, as an 8 MiB
+    // two-level call measured on 2 emulated nodes at 10 Gbit/s).  The call
+    // is held back and the class keeps its option.  The option's next call
+    // counts the faster of the two: at the usual time, nothing moves and
+    // the estimate is that time; slow again, the class leaves the option.
+    // A slow call that would move nothing counts at once.
     const size_t bytes = 4 << 20;
-    for (double second : {1.0, 4.0}) {
-        Selector s = with_mpi_gap(1.5, bytes);
-        const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
-        ASSERT_TRUE(o.engine);
-        s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{1, 0, 1});  // the warm-up
-        const double before = s.predict(o, CollKind::Allreduce, bytes, kAll);
-        ASSERT_GT(4.0, Selector::kConfirmAbove);
-        s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{4 * before, 0, 1});
-        EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), before);
-        ASSERT_EQ(s.choose(CollKind::Allreduce, bytes, kAll), o);
-        s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{second * before, 0, 1});
-        EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), second * before) << second;
-        EXPECT_EQ(s.choose(CollKind::Allreduce, bytes, kAll) == o, second < 2) << second << s.summary("");
-    }
+    ASSERT_LT(1.8, Selector::kConfirmAbove);
+    for (double slow : {1.8, 4.0})
+        for (double second : {1.0, slow}) {
+            Selector s = with_mpi_gap(1.5, bytes);
+            const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
+            ASSERT_TRUE(o.engine);
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{1, 0, 1});  // the warm-up
+            const double before = s.predict(o, CollKind::Allreduce, bytes, kAll);
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{slow * before, 0, 1});
+            EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), before) << slow;
+            ASSERT_EQ(s.choose(CollKind::Allreduce, bytes, kAll), o) << slow;
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{second * before, 0, 1});
+            EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), second * before) << slow << " " << second;
+            EXPECT_EQ(s.choose(CollKind::Allreduce, bytes, kAll) == o, second < 1.5)
+                << slow << " " << second << s.summary("");
+        }
     // 2.5 times its estimate, still faster than the MPI library (4 times)
     // and than the other option (measured at 10 times, counted at once: it
     // is not the class's choice): the class stays, the time counts.

@@ -560,12 +560,18 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
             c.warm_up = false;
             return;
         } else if (c.held_option == i) {
-            // A call of the class's choice more than kConfirmAbove times
-            // slower than its estimate, and slow enough to move the class
-            // off it, waits for a second, as such an MPI probe does
-            // (observe_mpi), and the faster of the two counts: a class
-            // leaves an engine option on no single call.  Its estimate
-            // would otherwise keep the one slow time.  Seen on 2 emulated
+            // A call of the class's choice slower than its estimate, and
+            // slow enough to move the class off it, waits for a second, as
+            // such an MPI probe does (observe_mpi), and the faster of the
+            // two counts: a class leaves an engine option on no single
+            // call.  Its estimate would otherwise keep the one slow time.
+            // Not only much slower calls: on the same fabric at 10 Gbit/s
+            // an 8 MiB class's 2nd two-level call with quantize:bits=8
+            // measured 22.6 ms against 11.9 predicted (15.5 real, 1.9
+            // times), left the codec for the MPI library (16-17 ms), and
+            // the 16 MiB class above, which took the 8 MiB time for its
+            // own, ran the MPI library at 34-39 ms where the codec takes
+            // 27.  Seen on 2 emulated
             // nodes x 2 ranks at 1 Gbit/s: Open MPI's node reduce-scatter
             // took 170-230 ms on its first two calls (plain
             // MPI_Reduce_scatter does the same; first touches of its
@@ -578,7 +584,7 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
             c.held_option = -1;
         } else {
             c.held_option = -1;
-            if (c.decided && c.choice == o && seconds > kConfirmAbove * predict_in(&c, o, kind, bytes) &&
+            if (c.decided && c.choice == o && seconds > predict_in(&c, o, kind, bytes) &&
                 moves_off_engine(c, i, bytes, seconds)) {
                 c.held_option = i;
                 c.held_seconds = seconds;

@@ -167,8 +167,8 @@ public:
     double predict(const Option &o, CollKind kind, size_t bytes, uint32_t eligible) const;
 
     // An engine operation of this class finished with agreed observation ob.
-    // A call of the class's choice more than kConfirmAbove times slower
-    // than its estimate, and slow enough to move the class, is held back
+    // A call of the class's choice slower than its estimate, and slow
+    // enough to move the class, is held back
     // until the option's next call, and the faster of the two counts (as
     // observe_mpi() does for the MPI library).
     void observe(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
