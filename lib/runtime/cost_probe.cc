@@ -116,15 +116,23 @@ double agreed_max(const CommState *st, double v) {
     return out;
 }
 
-// Fastest of reps control allreduces of `count` floats (after a warm-up).
-double fastest_control_allreduce(Control *c, float *a, float *b, int count, int reps, Status *s) {
+// Fastest of reps node stages (after a warm-up): the reduce-scatter and
+// the allgather the two-level schedule runs on the node communicator, with
+// `count` floats for each of the node's L ranks, in place in buf.
+double fastest_node_stages(Control *node, float *buf, int L, int count, int reps, Status *s) {
+    std::vector<int> counts(size_t(L), count), displs(size_t(L), 0);
+    for (int q = 0; q < L; ++q) displs[size_t(q)] = q * count;
     double best = std::numeric_limits<double>::infinity();
     for (int i = 0; i <= reps; ++i) {
-        ControlRequest r;
+        ControlRequest rs, ag;
         const double t0 = now_seconds();
-        *s = c->iallreduce(a, b, size_t(count), TERSE_DTYPE_FLOAT32, TERSE_OP_SUM, &r);
+        *s = node->ireduce_scatter(buf, buf, counts.data(), TERSE_DTYPE_FLOAT32, TERSE_OP_SUM, &rs);
         if (*s != TERSE_OK) return -1;
-        while (!c->test(&r, s)) {}
+        while (!node->test(&rs, s)) {}
+        if (*s != TERSE_OK) return -1;
+        *s = node->iallgatherv(buf, counts.data(), displs.data(), TERSE_DTYPE_FLOAT32, &ag);
+        if (*s != TERSE_OK) return -1;
+        while (!node->test(&ag, s)) {}
         if (*s != TERSE_OK) return -1;
         if (i) best = std::min(best, now_seconds() - t0);
     }
@@ -132,10 +140,11 @@ double fastest_control_allreduce(Control *c, float *a, float *b, int count, int 
 }
 
 // The two links of a two-level layout, measured apart (cost_model.h,
-// HierarchyCost): the MPI library's allreduce on each node communicator at
-// 8 B and 128 KiB, read as ring terms, and on each rail over terse's
-// transport a ring step of 8 B and a stream of kStreamMsgs x 128 KiB.
-// Collective over st; a and b hold at least kStreamMsgs x 128 KiB.
+// HierarchyCost): on each node communicator the MPI library's
+// reduce-scatter and allgather, the node stages of the two-level schedule,
+// of L and of 512 KiB floats, read as ring terms, and on each rail over terse's
+// transport a ring step of 8 B and a stream of kStreamMsgs x 128 KiB, all
+// rails at once.  Collective over st; a and b hold at least kStreamMsgs x 128 KiB.
 Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out) {
     const TwoLevelEnv &tl = *st->node_layout->env();
     HierarchyCost h;
@@ -144,24 +153,45 @@ Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out
     h.shards = tl.shards;
     // [0] intra alpha, [1] intra beta, [2] rail step 8 B, [3] rail stream; MAX over ranks.
     double local[4] = {};
-    constexpr int kIntraLarge = int(kRingLarge);
     const int L = tl.node_size;
     Status s = TERSE_OK;
     if (L > 1) {
-        float *fa = reinterpret_cast<float *>(a), *fb = reinterpret_cast<float *>(b);
-        const double t8 = fastest_control_allreduce(tl.node, fa, fb, 2, kPmpiReps, &s);
-        const double t1 = t8 < 0 ? -1 : fastest_control_allreduce(tl.node, fa, fb, kIntraLarge / 4, 2, &s);
-        if (t1 < 0) return s;
-        // A ring allreduce of L ranks: 2(L-1) steps of alpha, 2(L-1)/L of the bytes.
-        local[0] = t8 / (2.0 * (L - 1));
-        local[1] = std::max(0.0, (t1 - t8) / (2.0 * (L - 1) / L * kIntraLarge));
+        // The stages themselves, not an allreduce: Open MPI 4.1's
+        // MPI_Iallreduce (libnbc), which this measured before, read a node
+        // of 2 ranks over shared memory at 504-2517 MB/s from run to run,
+        // and the model put two-level quantize:bits=8 on 2 emulated nodes
+        // at 1 Gbit/s at 4.3 ms for 1 MiB, most of it inside the node,
+        // where the call takes 2.3 and the flat ring the planner kept 4.9.
+        float *fb = reinterpret_cast<float *>(b);
+        const int large = int(kStreamMsgs * kRingLarge / sizeof(float)) / L;
+        const double t_small = fastest_node_stages(tl.node, fb, L, 1, kPmpiReps, &s);
+        const double t_large = t_small < 0 ? -1 : fastest_node_stages(tl.node, fb, L, large, 4, &s);
+        if (t_large < 0) return s;
+        // Two ring phases of L ranks: 2(L-1) steps of alpha, 2(L-1)/L of the bytes.
+        const double bytes = double(large) * L * sizeof(float);
+        local[0] = t_small / (2.0 * (L - 1));
+        local[1] = std::max(0.0, (t_large - t_small) / (2.0 * (L - 1) / L * bytes));
     }
-    if (tl.rail_rank >= 0 && tl.rail_size > 1) {
-        const ProbeRing rail{tl.rail_link, st->ctx_id, tl.rail_rank, tl.rail_size};
-        int slot = kRailSlotBase;
+    const bool on_rail = tl.rail_rank >= 0 && tl.rail_size > 1;
+    const ProbeRing rail{tl.rail_link, st->ctx_id, tl.rail_rank, tl.rail_size};
+    int slot = kRailSlotBase;
+    if (on_rail) {
         if (ring_step(rail, a, b, 8, &slot) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
         local[2] = fastest_ring_step(rail, a, b, 8, kRingSmallReps, &slot);
-        local[3] = local[2] < 0 ? -1 : ring_stream(rail, a, b, kRingLarge, &slot);
+        if (local[2] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+    }
+    // A node's rails share its link, as the two-level schedule's do
+    // (cost_two_level's beta_inter is the node's link): they stream at
+    // once, from a barrier, and the link carried all of their bytes.  Each
+    // rail on its own read a share that depended on how much its stream
+    // overlapped the others': on 2 emulated nodes x 2 ranks at 1 Gbit/s
+    // 91 MB/s, where the node's link carries about 118, and the model put
+    // two-level quantize:bits=8 at 4.3 ms for 1 MiB where it takes 2.3.
+    if (PMPI_Barrier(st->comm) != MPI_SUCCESS)
+        return set_error(TERSE_ERR_MPI, "terse: measuring the nodes of communicator %s failed in PMPI_Barrier",
+                         st->describe().c_str());
+    if (on_rail) {
+        local[3] = ring_stream(rail, a, b, kRingLarge, &slot);
         if (local[3] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
     }
     double agreed[4];
@@ -171,11 +201,11 @@ Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out
     h.intra.alpha = agreed[0];
     h.intra.beta = agreed[1];
     h.inter.alpha = agreed[2];
-    h.inter.beta = std::max(0.0, (agreed[3] - agreed[2]) / double(kStreamMsgs * kRingLarge));
+    h.inter.beta = std::max(0.0, (agreed[3] - agreed[2]) / (double(kStreamMsgs * kRingLarge) * std::max(1, h.shards)));
     *out = h;
     TERSE_LOG_DEBUG(
         "planner: communicator %s: %d nodes of up to %d ranks, %d rails; inside a node alpha %.2f us, "
-        "%.0f MB/s; between nodes alpha %.2f us, %.0f MB/s",
+        "%.0f MB/s; between nodes alpha %.2f us, %.0f MB/s a node (its rails at once)",
         st->describe().c_str(), h.nodes, h.ranks_per_node, h.shards, h.intra.alpha * 1e6,
         h.intra.beta > 0 ? 1e-6 / h.intra.beta : 0.0, h.inter.alpha * 1e6,
         h.inter.beta > 0 ? 1e-6 / h.inter.beta : 0.0);
