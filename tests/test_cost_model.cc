@@ -408,6 +408,42 @@ TEST(Selection, TwoLevelWeighedWhereTheLayoutAllowsIt) {
     EXPECT_TRUE(std::isinf(cost_two_level_schedule(one, CodecCost{}, double(bytes))));
 }
 
+TEST(Selection, AnUnmeasuredTwoLevelOptionCarriesItsCodecRingsExcess) {
+    // 2 nodes x 2 ranks.  The calibration does not run the two-level
+    // schedule; it measured the lossless ring at 1 MiB at 2.3 times its
+    // model (ranks sharing cores).  Until a two-level call is measured, the
+    // two-level option with the same codec is predicted at its model times
+    // what the ring is predicted over its own model at that size; then its
+    // own time counts.
+    CostInputs in = slow_link(4);
+    in.hier.nodes = 2;
+    in.hier.ranks_per_node = 2;
+    in.hier.shards = 2;
+    in.hier.intra = {0.5e-6, 1.0 / 7e9};
+    in.hier.inter = in.link;
+    const Selector fresh(in, {identity()}, schedules_for(Algorithm::Auto, true));
+    Selector s(in, {identity()}, schedules_for(Algorithm::Auto, true));
+    const Option ring{true, 0, Schedule::Ring}, two{true, 0, Schedule::TwoLevel};
+    const size_t bytes = 1 << 20, big = 16 << 20;
+    auto model = [&](const Option &o, size_t b) { return fresh.predict(o, CollKind::Allreduce, b, kAll); };
+    ASSERT_DOUBLE_EQ(s.predict(two, CollKind::Allreduce, bytes, kAll), model(two, bytes));
+    s.calibrate(CollKind::Allreduce, bytes, kAll, ring, Observation{2.3 * model(ring, bytes), 0, 1});
+    EXPECT_NEAR(s.predict(two, CollKind::Allreduce, bytes, kAll), 2.3 * model(two, bytes), 1e-12);
+    const double ring_share = s.predict(ring, CollKind::Allreduce, big, kAll) / model(ring, big);
+    EXPECT_LT(ring_share, 2.3);  // a fixed cost plus the model's growth
+    EXPECT_NEAR(s.predict(two, CollKind::Allreduce, big, kAll), ring_share * model(two, big), 1e-12);
+    // Other codecs' rings say nothing of it, nor does its codec's recursive doubling.
+    Selector other(in, {identity(), quantize8()}, schedules_for(Algorithm::Auto, true));
+    other.calibrate(CollKind::Allreduce, bytes, kAll, Option{true, 1, Schedule::Ring}, Observation{1.0, 0, 0.26});
+    other.calibrate(CollKind::Allreduce, bytes, kAll, Option{true, 0, Schedule::RecursiveDoubling},
+                    Observation{1.0, 0, 1});
+    EXPECT_DOUBLE_EQ(other.predict(two, CollKind::Allreduce, bytes, kAll), model(two, bytes));
+    // A two-level call measured: its time.
+    const double t = 0.5 * model(two, bytes);
+    s.observe(CollKind::Allreduce, bytes, kAll, two, Observation{t, 0, 1});
+    EXPECT_DOUBLE_EQ(s.predict(two, CollKind::Allreduce, bytes, kAll), t);
+}
+
 TEST(Selection, MpiReMeasuredWhileItIsChosen) {
     // The set-up measurement made the MPI library look twice as fast as the
     // engine; it really takes three times the engine's time.  Its 2nd call

@@ -130,6 +130,7 @@ Selector::Selector(const CostInputs &in, std::vector<CodecModel> codecs, std::ve
     for (int c = 0; c < int(codecs_.size()); ++c)
         for (const ScheduleModel &s : schedules_) all_.push_back(Option{true, c, s.schedule});
     correction_.assign(all_.size(), 1.0);
+    corrected_.assign(all_.size(), false);
 }
 
 int Selector::option_index(const Option &o) const {
@@ -260,7 +261,29 @@ double Selector::predict_in(const Class *c, const Option &o, CollKind kind, size
     if (i < 0) return m;
     if (c && c->measured[i].seconds >= 0) return scaled(c->measured[i], o, kind, double(bytes), m);
     const double near = measured_near(i, kind, double(bytes), m);
-    return near >= 0 ? near : m * correction_[i];
+    if (near >= 0) return near;
+    // The calibration does not run the two-level schedule (its first calls
+    // pay the MPI library's first touches on the node communicators), and
+    // its model, like the flat schedules', assumes a core for every rank.
+    // Until a two-level call is measured, it carries what its codec's flat
+    // ring is predicted over that ring's model at this size: the same codec
+    // work and transport on the same cores.  Seen on 2 emulated nodes x 2
+    // ranks (4 ranks on 2 cores) at 10 Gbit/s: the ring with
+    // quantize:bits=8 measured 2.3 times its model at 1 MiB, and
+    // two-level, predicted on its model alone at 0.86-1.2 ms against Open
+    // MPI's 1.4-2.2, took 1.9-4, so that every class of 1-4 MiB tried it
+    // and left it in its first calls.  At 1 Gbit/s the ring measured 0.87
+    // times its model, and two-level, 2 times faster than the ring there,
+    // is chosen from 1 MiB.  The ring's prediction grows from its
+    // calibrated sizes as a fixed cost plus the model's growth
+    // (measured_near), so the share carried shrinks with the size.
+    if (o.engine && o.schedule == Schedule::TwoLevel && !corrected_[size_t(i)]) {
+        const Option ring{true, o.codec, Schedule::Ring};
+        const int r = option_index(ring);
+        const double mr = r > 0 && corrected_[size_t(r)] ? model(ring, kind, bytes) : 0;
+        if (mr > 0) return m * predict_in(c, ring, kind, bytes) / mr;
+    }
+    return m * correction_[i];
 }
 
 double Selector::predict(const Option &o, CollKind kind, size_t bytes, uint32_t eligible) const {
@@ -615,6 +638,7 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     // fed sizes in increasing order, so the largest one measured sets the
     // correction of kinds no class has measured.
     correction_[i] = clamp_correction(blend(correction_[i], sample, calibrating));
+    corrected_[i] = true;
 }
 
 void Selector::blend_into(Class &c, int i, double seconds, double bytes, bool replace) {

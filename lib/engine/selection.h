@@ -286,6 +286,7 @@ private:
     std::vector<Option> all_;         // PMPI, then codec-major, schedule-minor
     std::vector<double> correction_;  // per option: measured / model, moving (1 until measured;
                                       // the fallback of a kind no class has measured)
+    std::vector<bool> corrected_;     // per option: correction_ holds a measurement
     std::vector<Class> classes_;
     uint64_t generation_ = 0;  // bumped by everything that can change a prediction
     size_t last_ = 0;          // index of the last class looked up
