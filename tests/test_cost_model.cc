@@ -381,16 +381,23 @@ TEST(Selection, EngineLeftWhenTheMpiLibraryIsNoSlower) {
     EXPECT_LE(changes, 2) << s.summary("");
 }
 
+// `nodes` nodes of L ranks each, a rail per node rank: shared memory
+// inside (fast), the slow link between.
+CostInputs on_nodes(int nodes, int L) {
+    CostInputs in = slow_link(nodes * L);
+    in.hier.nodes = nodes;
+    in.hier.ranks_per_node = L;
+    in.hier.shards = L;
+    in.hier.intra = {0.5e-6, 1.0 / 7e9};
+    in.hier.inter = in.link;
+    return in;
+}
+
 TEST(Selection, TwoLevelWeighedWhereTheLayoutAllowsIt) {
     // 2 nodes x 4 ranks, shared memory inside (fast), 1 Gbit/s between:
     // the flat ring's every step crosses the slow link (the probe's MAX),
     // the two-level schedule crosses it once per rail step.
-    CostInputs in = slow_link(8);
-    in.hier.nodes = 2;
-    in.hier.ranks_per_node = 4;
-    in.hier.shards = 4;
-    in.hier.intra = {0.5e-6, 1.0 / 7e9};
-    in.hier.inter = in.link;
+    const CostInputs in = on_nodes(2, 4);
     Selector s(in, {quantize8(), identity()}, schedules_for(Algorithm::Auto, true));
     const size_t bytes = 16 << 20;
     const Option o = s.choose(CollKind::Allreduce, bytes, kAll);
@@ -415,12 +422,7 @@ TEST(Selection, AnUnmeasuredTwoLevelOptionCarriesItsCodecRingsExcess) {
     // two-level option with the same codec is predicted at its model times
     // what the ring is predicted over its own model at that size; then its
     // own time counts.
-    CostInputs in = slow_link(4);
-    in.hier.nodes = 2;
-    in.hier.ranks_per_node = 2;
-    in.hier.shards = 2;
-    in.hier.intra = {0.5e-6, 1.0 / 7e9};
-    in.hier.inter = in.link;
+    const CostInputs in = on_nodes(2, 2);
     const Selector fresh(in, {identity()}, schedules_for(Algorithm::Auto, true));
     Selector s(in, {identity()}, schedules_for(Algorithm::Auto, true));
     const Option ring{true, 0, Schedule::Ring}, two{true, 0, Schedule::TwoLevel};
