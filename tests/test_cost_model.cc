@@ -784,7 +784,8 @@ TEST(Selection, OneSlowCallDoesNotMoveAClassOffItsEngineOption) {
             EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), before) << slow;
             ASSERT_EQ(s.choose(CollKind::Allreduce, bytes, kAll), o) << slow;
             s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{second * before, 0, 1});
-            EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), second * before) << slow << " " << second;
+            EXPECT_DOUBLE_EQ(s.predict(o, CollKind::Allreduce, bytes, kAll), second * before)
+                << slow << " " << second;
             EXPECT_EQ(s.choose(CollKind::Allreduce, bytes, kAll) == o, second < 1.5)
                 << slow << " " << second << s.summary("");
         }

@@ -120,7 +120,14 @@ double agreed_max(const CommState *st, double v) {
 // the allgather the two-level schedule runs on the node communicator, with
 // `count` floats for each of the node's L ranks, in place in buf.
 double fastest_node_stages(Control *node, float *buf, int L, int count, int reps, Status *s) {
-    std::vector<int> counts(size_t(L), count), displs(size_t(L), 0);
+    std::vector<int> counts, displs;
+    try {
+        counts.assign(size_t(L), count);
+        displs.assign(size_t(L), 0);
+    } catch (const std::bad_alloc &) {
+        *s = set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory measuring a node's collectives");
+        return -1;
+    }
     for (int q = 0; q < L; ++q) displs[size_t(q)] = q * count;
     double best = std::numeric_limits<double>::infinity();
     for (int i = 0; i <= reps; ++i) {
@@ -142,9 +149,10 @@ double fastest_node_stages(Control *node, float *buf, int L, int count, int reps
 // The two links of a two-level layout, measured apart (cost_model.h,
 // HierarchyCost): on each node communicator the MPI library's
 // reduce-scatter and allgather, the node stages of the two-level schedule,
-// of L and of 512 KiB floats, read as ring terms, and on each rail over terse's
-// transport a ring step of 8 B and a stream of kStreamMsgs x 128 KiB, all
-// rails at once.  Collective over st; a and b hold at least kStreamMsgs x 128 KiB.
+// of one float a rank and of 512 KiB in all, read as ring terms; and on
+// each rail over terse's transport a ring step of 8 B and a stream of
+// kStreamMsgs x 128 KiB, all rails at once.  Collective over st; a and b
+// hold at least kStreamMsgs x 128 KiB.
 Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out) {
     const TwoLevelEnv &tl = *st->node_layout->env();
     HierarchyCost h;
@@ -201,7 +209,8 @@ Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out
     h.intra.alpha = agreed[0];
     h.intra.beta = agreed[1];
     h.inter.alpha = agreed[2];
-    h.inter.beta = std::max(0.0, (agreed[3] - agreed[2]) / (double(kStreamMsgs * kRingLarge) * std::max(1, h.shards)));
+    h.inter.beta = std::max(0.0,
+                            (agreed[3] - agreed[2]) / (double(kStreamMsgs * kRingLarge) * std::max(1, h.shards)));
     *out = h;
     TERSE_LOG_DEBUG(
         "planner: communicator %s: %d nodes of up to %d ranks, %d rails; inside a node alpha %.2f us, "

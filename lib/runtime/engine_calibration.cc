@@ -176,8 +176,9 @@ Status calibrate_engine(CommState *st) {
                          sel->option_name(t.option).c_str(), bytes >> 10, x.best.seconds * 1e6, x.warm_up * 1e6,
                          x.predicted * 1e6);
             else
-                snprintf(line, sizeof line, " %s@%zuK %.1fus (predicted %.1fus)", sel->option_name(t.option).c_str(),
-                         bytes >> 10, x.best.seconds * 1e6, x.predicted * 1e6);
+                snprintf(line, sizeof line, " %s@%zuK %.1fus (predicted %.1fus)",
+                         sel->option_name(t.option).c_str(), bytes >> 10, x.best.seconds * 1e6,
+                         x.predicted * 1e6);
             report += line;
         }
     }
