@@ -320,6 +320,7 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     const auto finish = [&](bool moved, double speedup) {
         next_probe(c, moved, &probe, speedup);
         if (probe_mpi) *probe_mpi = probe;
+        if (probe_mpi && probe && c.choice.engine) c.probes++;
         return !moved && !probe && timed && explore(c, bytes, &explored, why) ? explored : c.choice;
     };
     // Nothing the predictions read has changed since this class last
@@ -736,6 +737,7 @@ std::string Selector::summary(const char *indent) const {
                  c.calls ? time_text(c.local_seconds / double(c.calls)).c_str() : "-", c.changes);
         out += tail;
         if (c.next_predicted >= 0) out += " next=" + option_name(c.next) + ":" + time_text(c.next_predicted);
+        if (c.probes) out += " probed=" + std::to_string(c.probes);
         if (c.explorations) out += " explored=" + std::to_string(c.explorations);
         out += "\n";
     }

@@ -226,6 +226,7 @@ private:
         uint64_t calls = 0, changes = 0;
         uint64_t next_probe = kProbeEvery, probe_gap = kProbeEvery;  // the MPI library's re-measurement
         uint64_t early_probe = 0;        // the call of its early probe still to come (0: none)
+        uint64_t probes = 0;             // calls that ran the MPI library instead of its engine choice
         bool early_engine = false;       // whether the class started on the engine
         bool engine_ran = false;         // choose() has given it the engine
         bool warm_up = false;            // its first engine call, not measured (record())
