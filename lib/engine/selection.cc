@@ -130,7 +130,6 @@ Selector::Selector(const CostInputs &in, std::vector<CodecModel> codecs, std::ve
     for (int c = 0; c < int(codecs_.size()); ++c)
         for (const ScheduleModel &s : schedules_) all_.push_back(Option{true, c, s.schedule});
     correction_.assign(all_.size(), 1.0);
-    corrected_.assign(all_.size(), false);
 }
 
 int Selector::option_index(const Option &o) const {
@@ -276,11 +275,12 @@ double Selector::predict_in(const Class *c, const Option &o, CollKind kind, size
     // times its model, and two-level, 2 times faster than the ring there,
     // is chosen from 1 MiB.  The ring's prediction grows from its
     // calibrated sizes as a fixed cost plus the model's growth
-    // (measured_near), so the share carried shrinks with the size.
-    if (o.engine && o.schedule == Schedule::TwoLevel && !corrected_[size_t(i)]) {
+    // (measured_near), so the share carried shrinks with the size.  (Here
+    // no class has measured two-level, which serves allreduce only; a ring
+    // nothing measured carries its correction, 1.)
+    if (o.engine && o.schedule == Schedule::TwoLevel) {
         const Option ring{true, o.codec, Schedule::Ring};
-        const int r = option_index(ring);
-        const double mr = r > 0 && corrected_[size_t(r)] ? model(ring, kind, bytes) : 0;
+        const double mr = option_index(ring) > 0 ? model(ring, kind, bytes) : 0;
         if (mr > 0) return m * predict_in(c, ring, kind, bytes) / mr;
     }
     return m * correction_[i];
@@ -589,21 +589,20 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
             // such an MPI probe does (observe_mpi), and the faster of the
             // two counts: a class leaves an engine option on no single
             // call.  Its estimate would otherwise keep the one slow time.
-            // Not only much slower calls: on the same fabric at 10 Gbit/s
-            // an 8 MiB class's 2nd two-level call with quantize:bits=8
-            // measured 22.6 ms against 11.9 predicted (15.5 real, 1.9
-            // times), left the codec for the MPI library (16-17 ms), and
-            // the 16 MiB class above, which took the 8 MiB time for its
-            // own, ran the MPI library at 34-39 ms where the codec takes
-            // 27.  Seen on 2 emulated
-            // nodes x 2 ranks at 1 Gbit/s: Open MPI's node reduce-scatter
-            // took 170-230 ms on its first two calls (plain
-            // MPI_Reduce_scatter does the same; first touches of its
+            // Seen on 2 emulated nodes x 2 ranks at 1 Gbit/s: Open MPI's
+            // node reduce-scatter took 170-230 ms on its first two calls
+            // (plain MPI_Reduce_scatter does the same; first touches of its
             // scratch memory) and 5-10 ms after, so the class's 2nd
             // two-level call, after the warm-up, measured 292 ms against
             // 66 predicted and 70 real, and the class gave up a codec that
             // ran 3.1 times faster than the MPI library for the lossless
-            // two-level schedule.
+            // two-level schedule.  Not only much slower calls: on the same
+            // fabric at 10 Gbit/s an 8 MiB class's 2nd two-level call with
+            // quantize:bits=8 measured 22.6 ms against 11.9 predicted (15.5
+            // real, 1.9 times) and left the codec for the MPI library
+            // (16-17 ms); the 16 MiB class above, which took the 8 MiB time
+            // for its own, ran the MPI library at 34-39 ms where the codec
+            // takes 27.
             seconds = std::min(seconds, c.held_seconds);
             c.held_option = -1;
         } else {
@@ -639,7 +638,6 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     // fed sizes in increasing order, so the largest one measured sets the
     // correction of kinds no class has measured.
     correction_[i] = clamp_correction(blend(correction_[i], sample, calibrating));
-    corrected_[i] = true;
 }
 
 void Selector::blend_into(Class &c, int i, double seconds, double bytes, bool replace) {

@@ -168,9 +168,9 @@ public:
 
     // An engine operation of this class finished with agreed observation ob.
     // A call of the class's choice slower than its estimate, and slow
-    // enough to move the class, is held back
-    // until the option's next call, and the faster of the two counts (as
-    // observe_mpi() does for the MPI library).
+    // enough to move the class, is held back until the option's next call,
+    // and the faster of the two counts (as observe_mpi() does for the MPI
+    // library).
     void observe(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
 
     // The engine options a call of kind may run (choose()'s candidates
@@ -287,7 +287,6 @@ private:
     std::vector<Option> all_;         // PMPI, then codec-major, schedule-minor
     std::vector<double> correction_;  // per option: measured / model, moving (1 until measured;
                                       // the fallback of a kind no class has measured)
-    std::vector<bool> corrected_;     // per option: correction_ holds a measurement
     std::vector<Class> classes_;
     uint64_t generation_ = 0;  // bumped by everything that can change a prediction
     size_t last_ = 0;          // index of the last class looked up
