@@ -764,6 +764,59 @@ TEST(Selection, OneSlowProbeDoesNotMoveAClassOffTheMpiLibrary) {
     }
 }
 
+TEST(Selection, AClassThatLeftTheMpiLibraryOnSlowProbesComesBackOnTwoFastOnes) {
+    // The engine is predicted 1.2 times the MPI library's time.  A run of
+    // slow probes (3 times the usual) moves the class to the engine; the
+    // engine then measures its predicted time.  The next probe finds the
+    // MPI library at its usual time again: held back, the class probes on
+    // its next call, and two fast probes replace the estimate, so the
+    // class returns to the MPI library at once, not after several probes
+    // at gaps doubling.  One fast probe followed by a slow one replaces
+    // nothing.
+    const size_t bytes = 4 << 20;
+    for (double second : {1.0, 3.0}) {
+        Selector s = with_mpi_gap(1.0 / 1.2, bytes);
+        const Option mpi{};
+        const double usual = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
+        Option o;
+        int calls = 0;
+        for (;;) {
+            bool probe = false;
+            o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+            if (o.engine) break;
+            if (probe) s.observe_mpi(CollKind::Allreduce, bytes, kAll, 3 * usual);
+            ASSERT_LT(++calls, 200);
+        }
+        const double engine = s.predict(o, CollKind::Allreduce, bytes, kAll);
+        ASSERT_GT(s.predict(mpi, CollKind::Allreduce, bytes, kAll), engine);
+        ASSERT_LT(usual, engine);
+        int probes = 0;
+        for (calls = 0; calls < 200 && probes < 2; ++calls) {
+            bool probe = false;
+            o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+            ASSERT_TRUE(o.engine) << calls;
+            if (!probe) {
+                s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{engine, 0, 1});
+                continue;
+            }
+            ++probes;
+            const double before = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
+            s.observe_mpi(CollKind::Allreduce, bytes, kAll, (probes == 1 ? 1.0 : second) * usual);
+            if (probes == 1) EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, bytes, kAll), before);
+        }
+        ASSERT_EQ(probes, 2);
+        bool probe = false;
+        o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+        if (second == 1.0) {
+            EXPECT_FALSE(o.engine) << s.summary("");
+            EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, bytes, kAll), usual);
+        } else {
+            EXPECT_TRUE(o.engine) << s.summary("");
+            EXPECT_GT(s.predict(mpi, CollKind::Allreduce, bytes, kAll), engine);
+        }
+    }
+}
+
 TEST(Selection, OneSlowCallDoesNotMoveAClassOffItsEngineOption) {
     // A class on the engine (predicted 1.5 times faster than the MPI
     // library) measures one call slower than the MPI library: at 4 times

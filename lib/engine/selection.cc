@@ -657,19 +657,46 @@ void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, doubl
     ++generation_;
     double sample = clamp_correction(seconds / m) * m;
     Class &c = class_of(kind, bytes, eligible);
+    bool replace = false;
     if (c.held_mpi < 0) {
         const double prior = predict_in(&c, all_[0], kind, bytes);
-        if (sample > kConfirmAbove * prior || (sample > prior && moves_off_mpi(c, bytes, sample))) {
+        const bool slow = sample > kConfirmAbove * prior || (sample > prior && moves_off_mpi(c, bytes, sample));
+        if (slow || returns_to_mpi(c, bytes, sample)) {
             c.held_mpi = sample;
+            c.held_mpi_fast = !slow;
             c.next_probe = c.calls + 1;
             return;
         }
+    } else if (c.held_mpi_fast) {
+        // Two probes in a row found the MPI library faster than the
+        // class's engine choice, which its estimate says it is not: the
+        // estimate is out of date, and the slower of the two replaces it.
+        // Blended, as one probe is, it would take several probes (at gaps
+        // doubling from kProbeEvery) to come down.  Seen on 2 ranks over
+        // shared memory: an 8 MiB class whose Open MPI calls read slow for
+        // a while moved to the lossless ring (4.3 ms), and its probes then
+        // read Open MPI at 2.8 ms against an estimate near 5; blended, the
+        // class kept the ring for the rest of its 22 calls.
+        replace = returns_to_mpi(c, bytes, sample);
+        sample = std::max(sample, c.held_mpi);
+        c.held_mpi = -1;
     } else {
         sample = std::min(sample, c.held_mpi);
         c.held_mpi = -1;
     }
-    blend_into(c, 0, sample, double(bytes), false);
+    blend_into(c, 0, sample, double(bytes), replace);
     correction_[0] = clamp_correction(blend(correction_[0], sample / m, false));
+}
+
+// A class on an engine option whose own estimate of the MPI library says
+// it is slower than that option, which a probe of mpi_seconds says it is
+// not.  A class with no MPI time of its own takes its first probe's time
+// outright (blend_into), so that a start on the set-up's figure alone is
+// corrected on one call, as before.
+bool Selector::returns_to_mpi(const Class &c, size_t bytes, double mpi_seconds) const {
+    if (!c.decided || !c.choice.engine || c.pinned || c.measured[0].seconds < 0) return false;
+    const double current = predict_in(&c, c.choice, c.kind, bytes);
+    return mpi_seconds <= current && predict_in(&c, all_[0], c.kind, bytes) > current;
 }
 
 bool Selector::mpi_measured(CollKind kind) const {

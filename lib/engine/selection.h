@@ -190,7 +190,10 @@ public:
     // over ranks, so every rank updates the same estimate.  A probe more
     // than kConfirmAbove times slower than the estimate, or slower and
     // enough to move a class off the MPI library, is held back and the
-    // class's next call probes again; the faster of the two counts.
+    // class's next call probes again; the faster of the two counts.  A
+    // probe that finds the MPI library faster than a class's engine choice,
+    // against the class's own estimate, is held back the same way; should
+    // the second agree, the slower of the two replaces the estimate.
     // One preempted call (seen: a 32 us allreduce timed at 103 us) must
     // not move a class off the MPI library, while a slowdown that lasts
     // still moves it one call later.
@@ -232,7 +235,8 @@ private:
         bool warm_up = false;            // its first engine call, not measured (record())
         double local_seconds = 0;        // sum over calls, this rank's clock
         std::vector<Measured> measured;  // per option index: agreed moving estimate
-        double held_mpi = -1;  // seconds of a slow MPI probe awaiting its second (observe_mpi), < 0 none
+        double held_mpi = -1;            // seconds of an MPI probe awaiting its second (observe_mpi), < 0 none
+        bool held_mpi_fast = false;      // that probe found the MPI library faster than the engine choice
         // An engine option whose call awaits its second (record()), < 0
         // none: a slow call of the choice (the faster of the two counts)
         // or a fast one of an exploration (the slower counts).
@@ -266,6 +270,9 @@ private:
     // Whether the MPI library measured at mpi_seconds would move class c,
     // now on the MPI library, to an engine option (observe_mpi()).
     bool moves_off_mpi(const Class &c, size_t bytes, double mpi_seconds) const;
+    // Whether the MPI library measured at mpi_seconds would move class c,
+    // on an engine option and with an MPI time of its own, back to it.
+    bool returns_to_mpi(const Class &c, size_t bytes, double mpi_seconds) const;
     // Whether a class of kind has measured the MPI library.
     bool mpi_measured(CollKind kind) const;
     // Whether class c, on engine option i, would leave it were a call of
