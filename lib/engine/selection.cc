@@ -258,7 +258,19 @@ double Selector::predict_in(const Class *c, const Option &o, CollKind kind, size
     const int i = option_index(o);
     const double m = model(o, kind, bytes);
     if (i < 0) return m;
-    if (c && c->measured[i].seconds >= 0) return scaled(c->measured[i], o, kind, double(bytes), m);
+    if (c && c->measured[i].seconds >= 0) {
+        const double own = scaled(c->measured[i], o, kind, double(bytes), m);
+        // The choice's estimate counts the faster of a held pair, which
+        // keeps it low where calls spread widely: on 4 ranks sharing 2
+        // cores at 25 Gbit/s a 4 MiB class's quantize:bits=8 calls took
+        // 9.2-13.7 ms (mean 11.3), its estimate stayed at 10.4 below the
+        // MPI library's 11.6, and the class kept a codec slower than the
+        // MPI library (9.5-11.1 ms in the baseline's runs).  So it is
+        // never below what its last calls took on average, the slowest
+        // left out (one preempted call moves nothing).
+        const double r = c->decided && o == c->choice ? recent_ratio(*c) : -1;
+        return r > 0 ? std::max(own, r * m) : own;
+    }
     const double near = measured_near(i, kind, double(bytes), m);
     if (near >= 0) return near;
     // The calibration does not run the two-level schedule (its first calls
@@ -380,8 +392,18 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
                     *why += " " + option_name(all_[i]) + " " + time_text(predict_in(&c, all_[i], kind, bytes));
             *why += ")";
         }
+        // The option left keeps what its last calls bound its estimate
+        // to: back at its held-pair estimate, it would be predicted faster
+        // than what just made the class leave it, and the class would come
+        // back to it and leave it again.
+        if (was && c.choice.engine) {
+            const int left = option_index(c.choice);
+            if (left > 0 && c.measured[left].seconds >= 0)
+                c.measured[left] = Measured{predict_in(&c, c.choice, kind, bytes), double(bytes)};
+        }
         c.choice = all_[best];
         c.decided = true;
+        c.recent_n = c.recent_next = 0;
     }
     c.predicted = predict_in(&c, c.choice, kind, bytes);
     if (c.choice.engine && !c.engine_ran) c.warm_up = c.engine_ran = true;
@@ -557,6 +579,7 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     double seconds = ob.seconds;
     if (!calibrating) {
         Class &c = class_of(kind, bytes, eligible);
+        if (c.explore != i && !c.warm_up && c.decided && c.choice == o) note_recent(c, o, bytes, seconds);
         if (c.explore == i) {
             // An exploration's warm-up is not measured either.  A measured
             // call fast enough to move the class takes a second one, and
@@ -638,6 +661,25 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     // fed sizes in increasing order, so the largest one measured sets the
     // correction of kinds no class has measured.
     correction_[i] = clamp_correction(blend(correction_[i], sample, calibrating));
+}
+
+void Selector::note_recent(Class &c, const Option &o, size_t bytes, double seconds) {
+    const double m = model(o, c.kind, bytes);
+    if (!(m > 0)) return;
+    ++generation_;
+    c.recent[size_t(c.recent_next)] = seconds / m;
+    c.recent_next = (c.recent_next + 1) % kRecent;
+    c.recent_n = std::min(c.recent_n + 1, kRecent);
+}
+
+double Selector::recent_ratio(const Class &c) {
+    if (c.recent_n < kRecent) return -1;
+    double sum = 0, top = 0;
+    for (double r : c.recent) {
+        sum += r;
+        top = std::max(top, r);
+    }
+    return (sum - top) / (kRecent - 1);
 }
 
 void Selector::blend_into(Class &c, int i, double seconds, double bytes, bool replace) {

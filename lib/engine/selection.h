@@ -130,6 +130,7 @@ public:
     static constexpr uint64_t kExploreAfter = 128;   // no class explores before this many calls
     static constexpr double kExploreWithin = 3.0;    // nor an option predicted this much slower than its choice
     static constexpr uint64_t kExploreBackoff = 64;  // each exploration doubles the next one's gap, up to this
+    static constexpr int kRecent = 8;  // the choice's last calls whose trimmed mean bounds its estimate
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -242,6 +243,11 @@ private:
         // or a fast one of an exploration (the slower counts).
         int held_option = -1;
         double held_seconds = 0;  // that call's seconds
+        // The choice's last kRecent measured calls, held ones included, as
+        // ratios to the model at their size (note_recent()); emptied when
+        // the choice moves.
+        std::array<double, kRecent> recent{};
+        int recent_n = 0, recent_next = 0;
         // Exploration (explore()): the option explored, < 0 none; its
         // calls still to hand out after this one, and whether the next
         // observation of it is the warm-up's; the call the gap to the next
@@ -278,6 +284,11 @@ private:
     // Whether class c, on engine option i, would leave it were a call of
     // it to take `seconds` (record()).
     bool moves_off_engine(const Class &c, int i, size_t bytes, double seconds) const;
+    // A measured call of class c's choice o, of `bytes`, took `seconds`.
+    void note_recent(Class &c, const Option &o, size_t bytes, double seconds);
+    // The mean of c's last kRecent calls of its choice without the slowest
+    // one, as a ratio to the model; < 0 until there are kRecent.
+    static double recent_ratio(const Class &c);
     // Moves a class's estimate of option i towards a new sample.
     void blend_into(Class &c, int i, double seconds, double bytes, bool replace);
     bool allows(const Option &o, CollKind kind, uint32_t eligible) const;
