@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -260,7 +261,9 @@ TEST(Selection, ChoiceIsTheFastestPredictionThatPays) {
                 if (o.engine) EXPECT_LE(chosen, t);
                 else EXPECT_GE(t, bar);
             }
-        if (o.engine) EXPECT_LT(chosen, bar);
+        if (o.engine) {
+            EXPECT_LT(chosen, bar);
+        }
     }
 }
 
@@ -802,7 +805,9 @@ TEST(Selection, AClassThatLeftTheMpiLibraryOnSlowProbesComesBackOnTwoFastOnes) {
             ++probes;
             const double before = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
             s.observe_mpi(CollKind::Allreduce, bytes, kAll, (probes == 1 ? 1.0 : second) * usual);
-            if (probes == 1) EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, bytes, kAll), before);
+            if (probes == 1) {
+                EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, bytes, kAll), before);
+            }
         }
         ASSERT_EQ(probes, 2);
         bool probe = false;
@@ -817,26 +822,39 @@ TEST(Selection, AClassThatLeftTheMpiLibraryOnSlowProbesComesBackOnTwoFastOnes) {
     }
 }
 
-// Runs `calls` calls of a class predicted on the engine (1.5 times faster
-// than the MPI library at `mpi`): engine calls take time(k) for the k-th
-// measured one, probes of the MPI library take mpi.  Returns the call
-// after which the class ran the MPI library for good (0: never).
-int engine_calls_until_mpi(Selector &s, size_t bytes, double mpi, int calls, double (*time)(int k, double mpi)) {
-    int k = 0, left = 0;
-    bool warm = true;
+// Runs `calls` calls of one class: its k-th engine call (from 0, the
+// warm-up included) takes ratio(k) times the MPI library's estimate at the
+// start, and a call that probes the MPI library (instead of the engine,
+// when the engine is chosen) takes that estimate.  Returns the calls
+// (1-based) that ran the engine.
+std::vector<int> run_class(Selector &s, size_t bytes, int calls, const std::function<double(int k)> &ratio,
+                           bool timed = true) {
+    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+    std::vector<int> engine_calls;
     for (int call = 1; call <= calls; ++call) {
         bool probe = false;
-        const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
-        if (!o.engine || probe) {
-            if (probe) s.observe_mpi(CollKind::Allreduce, bytes, kAll, mpi);
-            if (!o.engine && !left) left = call;
-            continue;
+        const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe, timed);
+        if (probe) {
+            s.observe_mpi(CollKind::Allreduce, bytes, kAll, mpi);
+        } else if (o.engine) {
+            const int k = int(engine_calls.size());
+            engine_calls.push_back(call);
+            if (timed) s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{ratio(k) * mpi, 0, 1});
         }
-        left = 0;
-        s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{warm ? 10 * mpi : time(k++, mpi), 0, 1});
-        warm = false;
     }
-    return left;
+    return engine_calls;
+}
+
+std::vector<int> run_class(Selector &s, size_t bytes, int calls, double engine_real, bool timed = true) {
+    return run_class(
+        s, bytes, calls, [engine_real](int) { return engine_real; }, timed);
+}
+
+// The call after which a run_class() of `calls` calls ran the MPI library
+// only (0: its last call ran the engine).
+int mpi_for_good_after(const std::vector<int> &engine_calls, int calls) {
+    if (engine_calls.empty()) return 1;
+    return engine_calls.back() < calls ? engine_calls.back() + 1 : 0;
 }
 
 TEST(Selection, TheChoicesEstimateFollowsItsRecentCallsWhereTheySpreadWidely) {
@@ -852,20 +870,17 @@ TEST(Selection, TheChoicesEstimateFollowsItsRecentCallsWhereTheySpreadWidely) {
     // warm-up, holds and a probe).
     const size_t bytes = 4 << 20;
     Selector s = with_mpi_gap(1.5, bytes);
-    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
     ASSERT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
-    const int left = engine_calls_until_mpi(s, bytes, mpi, 200,
-                                            [](int k, double m) { return (k % 2 ? 1.35 : 0.75) * m; });
+    const int left = mpi_for_good_after(run_class(s, bytes, 200, [](int k) { return k % 2 ? 0.75 : 1.35; }), 200);
     EXPECT_GT(left, 0) << s.summary("");
     EXPECT_LE(left, 2 * (Selector::kRecent + 3)) << s.summary("");
     // Calls at 0.6 times the MPI library's with one at 3 times in every
     // kRecent: the slow one is left out of the mean; the class stays.
     Selector t = with_mpi_gap(1.5, bytes);
     ASSERT_TRUE(t.choose(CollKind::Allreduce, bytes, kAll).engine);
-    EXPECT_EQ(
-        engine_calls_until_mpi(t, bytes, mpi, 200,
-                               [](int k, double m) { return (k % Selector::kRecent == 5 ? 3.0 : 0.6) * m; }),
-        0)
+    EXPECT_EQ(mpi_for_good_after(
+                  run_class(t, bytes, 200, [](int k) { return k % Selector::kRecent == 6 ? 3.0 : 0.6; }), 200),
+              0)
         << t.summary("");
 }
 
@@ -944,29 +959,6 @@ TEST(Selection, OneCalibratedSizeIsAFixedCostAbove) {
     EXPECT_NEAR(fast.predict(q, CollKind::Allreduce, big, kAll), 0.5 * m_big, 1e-9);
 }
 
-namespace {
-
-// Runs `calls` calls of one class: an engine call takes engine_real times
-// the MPI library's estimate, an MPI probe that estimate.  Returns the
-// calls (1-based) that ran the engine.
-std::vector<int> run_class(Selector &s, size_t bytes, int calls, double engine_real, bool timed = true) {
-    const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
-    std::vector<int> engine_calls;
-    for (int call = 1; call <= calls; ++call) {
-        bool probe = false;
-        const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe, timed);
-        if (o.engine) {
-            engine_calls.push_back(call);
-            if (timed) s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{engine_real * mpi, 0, 1});
-        } else if (probe) {
-            s.observe_mpi(CollKind::Allreduce, bytes, kAll, mpi);
-        }
-    }
-    return engine_calls;
-}
-
-}  // namespace
-
 TEST(Selection, ALongRunningClassExploresAnOptionPredictedTooSlow) {
     // The model puts the engine at the MPI library's time (not the 10% it
     // needs); it really takes half.  A short run never finds out.  A long
@@ -985,7 +977,9 @@ TEST(Selection, ALongRunningClassExploresAnOptionPredictedTooSlow) {
     for (uint64_t call = 1; call < gap; ++call) {
         why.clear();
         ASSERT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, &changed, &why).engine) << call;
-        if (call > 1) ASSERT_TRUE(why.empty()) << call << ": " << why;
+        if (call > 1) {
+            ASSERT_TRUE(why.empty()) << call << ": " << why;
+        }
     }
     why.clear();
     const Option o = s.choose(CollKind::Allreduce, bytes, kAll, &changed, &why);
