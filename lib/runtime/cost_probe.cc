@@ -1,12 +1,10 @@
 #include "runtime/cost_probe.h"
 
-#include "engine/message_tag.h"
 #include "engine/reduce_kernels.h"
 #include "engine/stats.h"
 #include "runtime/node_layout.h"
+#include "runtime/probe_ring.h"
 #include "util/log.h"
-
-#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,10 +15,6 @@ namespace terse {
 
 namespace {
 
-// The probe's messages use the last op sequence number: it runs before the
-// communicator's first operation, whose sequence starts at 0.
-constexpr uint32_t kProbeSeq = 0xFF;
-constexpr size_t kRingLarge = 128 * 1024;
 constexpr int kRingSmallReps = 8;
 constexpr size_t kPmpiSizes[] = {8, 64 * 1024, 1024 * 1024, 8 * 1024 * 1024};
 // A size is measured only if its repeats are predicted to fit this time.
@@ -28,87 +22,9 @@ constexpr double kSizeBudget = 4e-3;
 constexpr size_t kAlwaysMeasured = 64 * 1024;
 constexpr int kPmpiReps = 3;
 
-// The ring a probe steps on: a link whose peers are ranks 0..size-1, this
-// rank's place in it, and the context id its tags carry.
-struct ProbeRing {
-    Link *link;
-    uint32_t ctx_id;
-    int rank, size;
-};
-
 // A rail's probe messages take slots from here up, apart from the
 // communicator ring's (which start at 0 and stay far below).
 constexpr int kRailSlotBase = 0x8000;
-
-// One ring step: `msgs` messages of `bytes` each received from the left
-// (into consecutive places of `in`) and sent to the right (all from `out`),
-// all in flight at once, until every one is done.  Returns its time, or a
-// negative value on a transport error.
-constexpr int kMaxStreamMsgs = 4;
-double ring_step(const ProbeRing &ring, uint8_t *out, uint8_t *in, size_t bytes, int *slot, int msgs = 1) {
-    Link *link = ring.link;
-    const int right = (ring.rank + 1) % ring.size, left = (ring.rank + ring.size - 1) % ring.size;
-    msgs = std::clamp(msgs, 1, kMaxStreamMsgs);
-    LinkRequest rr[kMaxStreamMsgs], sr[kMaxStreamMsgs];
-    bool rdone[kMaxStreamMsgs] = {}, sdone[kMaxStreamMsgs] = {};
-    const double t0 = now_seconds();
-    for (int k = 0; k < msgs; ++k, ++*slot) {
-        Status s = link->irecv(left, make_tag(ring.ctx_id, uint32_t(left), kProbeSeq, uint32_t(*slot)),
-                               in + size_t(k) * bytes, bytes, &rr[k]);
-        if (s == TERSE_OK)
-            s = link->isend(right, make_tag(ring.ctx_id, uint32_t(ring.rank), kProbeSeq, uint32_t(*slot)), out,
-                            bytes, &sr[k]);
-        if (s != TERSE_OK) return -1;
-    }
-    for (int left_to_do = 2 * msgs; left_to_do > 0;) {
-        // Nothing moved: let a peer that shares this core run (a step needs
-        // both ends to progress; a spinning waiter would hold the core for
-        // a time slice and the step would measure the scheduler).
-        if (link->progress() == 0) sched_yield();
-        for (int k = 0; k < msgs; ++k) {
-            Status rs = TERSE_OK;
-            if (!rdone[k] && link->test(&rr[k], &rs, nullptr)) {
-                rdone[k] = true;
-                --left_to_do;
-                if (rs != TERSE_OK) return -1;
-            }
-            if (!sdone[k] && link->test(&sr[k], &rs, nullptr)) {
-                sdone[k] = true;
-                --left_to_do;
-                if (rs != TERSE_OK) return -1;
-            }
-        }
-    }
-    return now_seconds() - t0;
-}
-
-double fastest_ring_step(const ProbeRing &ring, uint8_t *out, uint8_t *in, size_t bytes, int reps, int *slot) {
-    double best = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < reps; ++i) {
-        const double t = ring_step(ring, out, in, bytes, slot);
-        if (t < 0) return -1;
-        best = std::min(best, t);
-    }
-    return best;
-}
-
-// The seconds a stream of kStreamMsgs messages of `bytes` takes to the
-// right neighbour, every rank streaming at once, after a step that is not
-// timed.  The link's bandwidth is read from such a stream, not from the
-// fastest single step: a send completes once the transport holds its bytes
-// (a TCP socket buffer) and a receive at once when the left neighbour sent
-// early, so on 4 ranks at 10 Gbit/s the fastest of three 128 KiB steps
-// read the link at 217-3327 MB/s from run to run, where it carries about
-// 315 per rank.  A train of steps one after the other, each waiting on the
-// last one's bytes, read it at 83-178: the scheduler of ranks sharing cores
-// adds to every step, which the engine's pipeline hides.  The step not
-// timed empties a shaper's burst bucket (tc's tbf lets its first 256 KiB
-// through at memory speed), as a call's traffic does after its first bytes.
-constexpr int kStreamMsgs = kMaxStreamMsgs;
-double ring_stream(const ProbeRing &ring, uint8_t *out, uint8_t *in, size_t bytes, int *slot) {
-    if (ring_step(ring, out, in, bytes, slot) < 0) return -1;
-    return ring_step(ring, out, in, bytes, slot, kStreamMsgs);
-}
 
 double agreed_max(const CommState *st, double v) {
     double out = v;
@@ -152,7 +68,7 @@ double fastest_node_stages(Control *node, float *buf, int L, int count, int reps
 // of one float a rank and of 512 KiB in all, read as ring terms; and on
 // each rail over terse's transport a ring step of 8 B and a stream of
 // kStreamMsgs x 128 KiB, all rails at once.  Collective over st; a and b
-// hold at least kStreamMsgs x 128 KiB.
+// hold at least kStreamBytes.
 Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out) {
     const TwoLevelEnv &tl = *st->node_layout->env();
     HierarchyCost h;
@@ -171,7 +87,7 @@ Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out
         // at 1 Gbit/s at 4.3 ms for 1 MiB, most of it inside the node,
         // where the call takes 2.3 and the flat ring the planner kept 4.9.
         float *fb = reinterpret_cast<float *>(b);
-        const int large = int(kStreamMsgs * kRingLarge / sizeof(float)) / L;
+        const int large = int(kStreamBytes / sizeof(float)) / L;
         const double t_small = fastest_node_stages(tl.node, fb, L, 1, kPmpiReps, &s);
         const double t_large = t_small < 0 ? -1 : fastest_node_stages(tl.node, fb, L, large, 4, &s);
         if (t_large < 0) return s;
@@ -181,11 +97,10 @@ Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out
         local[1] = std::max(0.0, (t_large - t_small) / (2.0 * (L - 1) / L * bytes));
     }
     const bool on_rail = tl.rail_rank >= 0 && tl.rail_size > 1;
-    const ProbeRing rail{tl.rail_link, st->ctx_id, tl.rail_rank, tl.rail_size};
-    int slot = kRailSlotBase;
+    ProbeRing rail{tl.rail_link, st->ctx_id, tl.rail_rank, tl.rail_size, kRailSlotBase};
     if (on_rail) {
-        if (ring_step(rail, a, b, 8, &slot) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
-        local[2] = fastest_ring_step(rail, a, b, 8, kRingSmallReps, &slot);
+        if (ring_step(&rail, a, b, 8) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+        local[2] = fastest_ring_step(&rail, a, b, 8, kRingSmallReps);
         if (local[2] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
     }
     // A node's rails share its link, as the two-level schedule's do
@@ -199,7 +114,7 @@ Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out
         return set_error(TERSE_ERR_MPI, "terse: measuring the nodes of communicator %s failed in PMPI_Barrier",
                          st->describe().c_str());
     if (on_rail) {
-        local[3] = ring_stream(rail, a, b, kRingLarge, &slot);
+        local[3] = ring_stream(&rail, a, b);
         if (local[3] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
     }
     double agreed[4];
@@ -209,8 +124,7 @@ Status probe_hierarchy(CommState *st, uint8_t *a, uint8_t *b, HierarchyCost *out
     h.intra.alpha = agreed[0];
     h.intra.beta = agreed[1];
     h.inter.alpha = agreed[2];
-    h.inter.beta = std::max(0.0,
-                            (agreed[3] - agreed[2]) / (double(kStreamMsgs * kRingLarge) * std::max(1, h.shards)));
+    h.inter.beta = std::max(0.0, (agreed[3] - agreed[2]) / (double(kStreamBytes) * std::max(1, h.shards)));
     *out = h;
     TERSE_LOG_DEBUG(
         "planner: communicator %s: %d nodes of up to %d ranks, %d rails; inside a node alpha %.2f us, "
@@ -229,7 +143,7 @@ Status probe_costs(CommState *st, CostInputs *out) {
     const double t_begin = now_seconds();
     std::vector<float> a, b;
     try {
-        a.assign(kStreamMsgs * kRingLarge / sizeof(float), 1.0f);
+        a.assign(kStreamBytes / sizeof(float), 1.0f);
         b.assign(a.size(), 0.0f);
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory measuring communicator %s",
@@ -238,13 +152,12 @@ Status probe_costs(CommState *st, CostInputs *out) {
     uint8_t *pa = reinterpret_cast<uint8_t *>(a.data()), *pb = reinterpret_cast<uint8_t *>(b.data());
 
     // Ring neighbours over the transport; the first step also connects.
-    const ProbeRing ring{st->link.get(), st->ctx_id, st->rank, st->size};
-    int slot = 0;
+    ProbeRing ring{st->link.get(), st->ctx_id, st->rank, st->size, 0};
     double local[3];
-    if (ring_step(ring, pa, pb, 8, &slot) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
+    if (ring_step(&ring, pa, pb, 8) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
     const double t_connected = now_seconds();
-    local[0] = fastest_ring_step(ring, pa, pb, 8, kRingSmallReps, &slot);
-    local[1] = local[0] < 0 ? -1 : ring_stream(ring, pa, pb, kRingLarge, &slot);
+    local[0] = fastest_ring_step(&ring, pa, pb, 8, kRingSmallReps);
+    local[1] = local[0] < 0 ? -1 : ring_stream(&ring, pa, pb);
     if (local[1] < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
 
     // A local reduction.
@@ -262,7 +175,7 @@ Status probe_costs(CommState *st, CostInputs *out) {
         return set_error(TERSE_ERR_MPI, "terse: measuring communicator %s failed in PMPI_Allreduce",
                          st->describe().c_str());
     in.link.alpha = agreed[0];
-    in.link.beta = std::max(0.0, (agreed[1] - agreed[0]) / double(kStreamMsgs * kRingLarge));
+    in.link.beta = std::max(0.0, (agreed[1] - agreed[0]) / double(kStreamBytes));
     in.gamma = agreed[2];
 
     // The MPI library's allreduce, while each size fits the budget.
@@ -306,7 +219,9 @@ Status probe_costs(CommState *st, CostInputs *out) {
     }
     in.fixed = in.pmpi.empty() ? 0 : in.pmpi.seconds[0];
     if (st->node_layout) {
-        Status s = probe_hierarchy(st, pa, pb, &in.hier);
+        // The sizes above may have grown a and b.
+        Status s = probe_hierarchy(st, reinterpret_cast<uint8_t *>(a.data()),
+                                   reinterpret_cast<uint8_t *>(b.data()), &in.hier);
         if (s != TERSE_OK) return s;
     }
     *out = in;
