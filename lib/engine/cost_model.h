@@ -73,6 +73,11 @@ struct CostInputs {
     double gamma = 0;  // seconds per byte of a local reduction (a + b)
     double fixed = 0;  // seconds an engine operation spends agreeing (one small allreduce)
     PmpiCurve pmpi;    // MPI_Allreduce
+    // The same sizes timed right after a drain (runtime/probe_ring.h), as
+    // a loop's calls find a shaped link: what the engine's calibration
+    // weighs its options against (runtime/cost_probe.cc says why the
+    // estimates read pmpi).
+    PmpiCurve pmpi_drained;
 };
 
 // The engine's schedules, for an allreduce of `bytes` on n ranks through a

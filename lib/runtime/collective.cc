@@ -125,6 +125,11 @@ terse_coll_kind_t collective_stats_kind(CollKind kind, bool nonblocking) {
     return terse_coll_kind_t(nonblocking ? k + TERSE_KIND_IALLREDUCE : k);
 }
 
+Observation collective_call_observation(const CommState *st, Observation ob) {
+    ob.seconds += st->selector->inputs().fixed;
+    return ob;
+}
+
 void collective_passed_timed(CommState *st, const CollArgs &args, const CollectiveChoice &c, double seconds) {
     collective_passed(st);
     if (st->selector) st->selector->note_local_time(args.kind, c.bytes, c.eligible, seconds);
@@ -267,7 +272,8 @@ Status collective_run(CommState *st, const CollArgs &args, const CollectiveChoic
     s = engine_wait(op.get());
     if (choice.model && s == TERSE_OK) {
         st->selector->note_local_time(args.kind, choice.bytes, choice.eligible, now_seconds() - t0);
-        st->selector->observe(args.kind, choice.bytes, choice.eligible, choice.option, ob);
+        st->selector->observe(args.kind, choice.bytes, choice.eligible, choice.option,
+                              collective_call_observation(st, ob));
     }
     return s;
 }
