@@ -193,21 +193,23 @@ Status probe_costs(CommState *st, CostInputs *out) {
     in.gamma = agreed[2];
 
     // The MPI library's allreduce, while each size fits the budget, twice
-    // where a drain (runtime/probe_ring.h) sends more than the size's
-    // repeats: as it comes, and after a drain.  The first is the MPI
-    // library's estimate.  Inside a shaper's burst its small sizes read
-    // fast (2 ranks at 10 Gbit/s: 64 KiB at 40-43 us, where a loop's calls
-    // take 80-85), and a class that starts on the MPI library corrects
+    // where a drain (runtime/probe_ring.h) sends more than the size's repeats:
+    // as it comes, and after a drain.  The faster of the two is the MPI
+    // library's estimate (on 4 ranks sharing 2 cores either can be disturbed:
+    // 64 KiB at 431 us as it came, 216 drained, and the classes started on the
+    // engine, twice as slow there).  Inside a shaper's burst its small sizes
+    // read fast (2 ranks at 10 Gbit/s: 64 KiB at 40-43 us, where a loop's
+    // calls take 80-85), and a class that starts on the MPI library corrects
     // that with its early probe, two calls in.  The drained figure (there
-    // 83-103 us) was above the engine's lossless ring at 64-90, and the 64
-    // KiB class started on the ring, which takes 110 in a loop: an MPI
-    // estimate too high costs engine calls, one too low two calls of the
-    // MPI library.  The engine's calibration reads the drained curve to
-    // decide which sizes to measure: from the burst's 64 KiB figure the
-    // MPI library looked four times faster than the lossless ring at 1 MiB,
-    // so the ring went unmeasured there, its prediction from 64 KiB stayed
-    // low, and the 512 KiB-4 MiB classes moved to it and back in 4-8 of 9
-    // classes a run, at 0.79-0.88 of the MPI library's speed.
+    // 83-103 us) was above the engine's lossless ring at 64-90, and the 64 KiB
+    // class started on the ring, which takes 110 in a loop: an MPI estimate
+    // too high costs engine calls, one too low two calls of the MPI library.
+    // The engine's calibration reads the drained curve to decide which sizes
+    // to measure: from the burst's 64 KiB figure the MPI library looked four
+    // times faster than the lossless ring at 1 MiB, so the ring went
+    // unmeasured there, its prediction from 64 KiB stayed low, and the 512
+    // KiB-4 MiB classes moved to it and back in 4-8 of 9 classes a run, at
+    // 0.79-0.88 of the MPI library's speed.
     double prev_t = 0;
     size_t prev_bytes = 0;
     for (size_t bytes : kPmpiSizes) {
@@ -247,7 +249,7 @@ Status probe_costs(CommState *st, CostInputs *out) {
         if (PMPI_Allreduce(best, t, 2, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
             return set_error(TERSE_ERR_MPI, "terse: measuring communicator %s failed in PMPI_Allreduce",
                              st->describe().c_str());
-        in.pmpi.add(double(bytes), t[0]);
+        in.pmpi.add(double(bytes), std::min(t[0], t[1]));
         in.pmpi_drained.add(double(bytes), t[1]);
         prev_t = t[1];
         prev_bytes = bytes;

@@ -10,9 +10,9 @@
 //  - a local reduction (a + b over 64 KiB of floats: gamma).
 // The bandwidth stream comes right after a drain (runtime/probe_ring.h),
 // so that a shaper's burst does not speed it up.  The MPI library's sizes
-// below 512 KiB are timed twice, as they come (its estimate) and after a
-// drain (what the engine calibration weighs against): cost_probe.cc says
-// why.
+// below 512 KiB are timed twice, as they come and after a drain: the
+// faster is its estimate, the drained one what the engine calibration
+// weighs against (cost_probe.cc says why).
 // Each figure is the fastest of a few repeats on a rank, then the largest
 // over ranks (the slowest rank sets a collective's pace), so every rank
 // holds the same numbers and the planner decides the same on every rank.
