@@ -106,6 +106,26 @@ TEST(CostModel, PmpiOfOtherKinds) {
     EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::Allgather, 1 << 18), 0.5 * in.pmpi.at(1 << 20));
 }
 
+TEST(CostModel, MedianObservationTakesTheMiddleTimeAndTheLeastCodecTime) {
+    // Three repeats of a calibration: the median time with its own ratio,
+    // and the codec time of the fastest-coding one, whichever that is.
+    Observation reps[3] = {{4e-3, 1e-3, 0.30}, {1e-3, 3e-3, 0.25}, {2e-3, 2e-3, 0.27}};
+    const Observation m = median_observation(reps, 3);
+    EXPECT_DOUBLE_EQ(m.seconds, 2e-3);
+    EXPECT_DOUBLE_EQ(m.ratio, 0.27);
+    EXPECT_DOUBLE_EQ(m.codec_seconds, 1e-3);
+    // Sorted by time in place, so a caller can report the range.
+    EXPECT_DOUBLE_EQ(reps[0].seconds, 1e-3);
+    EXPECT_DOUBLE_EQ(reps[2].seconds, 4e-3);
+    // Even counts take the upper middle; one repeat is itself.
+    Observation two[2] = {{5e-3, 1e-3, 1}, {3e-3, 2e-3, 1}};
+    EXPECT_DOUBLE_EQ(median_observation(two, 2).seconds, 5e-3);
+    Observation one[1] = {{7e-3, 4e-3, 0.5}};
+    const Observation o = median_observation(one, 1);
+    EXPECT_DOUBLE_EQ(o.seconds, 7e-3);
+    EXPECT_DOUBLE_EQ(o.codec_seconds, 4e-3);
+}
+
 TEST(CostModel, PipelineShapeFromTheLink) {
     // Slow link: latency is small next to a chunk's transfer, so latency
     // asks for no more than the minimum, and the block's cut into at most
@@ -822,6 +842,8 @@ TEST(Selection, AClassThatLeftTheMpiLibraryOnSlowProbesComesBackOnTwoFastOnes) {
     }
 }
 
+namespace {
+
 // Runs `calls` calls of one class: its k-th engine call (from 0, the
 // warm-up included) takes ratio(k) times the MPI library's estimate at the
 // start, and a call that probes the MPI library (instead of the engine,
@@ -856,6 +878,8 @@ int mpi_for_good_after(const std::vector<int> &engine_calls, int calls) {
     if (engine_calls.empty()) return 1;
     return engine_calls.back() < calls ? engine_calls.back() + 1 : 0;
 }
+
+}  // namespace
 
 TEST(Selection, TheChoicesEstimateFollowsItsRecentCallsWhereTheySpreadWidely) {
     // The engine's calls alternate between 0.75 and 1.35 times the MPI

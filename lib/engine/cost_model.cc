@@ -102,6 +102,13 @@ double cost_two_level_schedule(const CostInputs &in, const CodecCost &c, double 
     return in.fixed + cost_two_level(t);
 }
 
+Observation median_observation(Observation *reps, int n) {
+    std::sort(reps, reps + n, [](const Observation &p, const Observation &q) { return p.seconds < q.seconds; });
+    Observation median = reps[n / 2];
+    for (int i = 0; i < n; ++i) median.codec_seconds = std::min(median.codec_seconds, reps[i].codec_seconds);
+    return median;
+}
+
 double cost_pmpi(const CostInputs &in, CollKind kind, double bytes) {
     switch (kind) {
     case CollKind::Allreduce: return in.pmpi.at(bytes);

@@ -54,6 +54,14 @@ struct Observation {
     double ratio = 1;
 };
 
+// What n (>= 1) repeats of one operation count as: the median time (the
+// upper of the middle two when n is even) with its wire ratio, and the
+// least codec time of any.  On a shaped link a loop's calls alternate
+// fast and slow, so the fastest reads below their average; a codec's work
+// on a core is only ever lengthened, by preemption, so its least is its
+// cost.  The repeats are sorted by time in place.
+Observation median_observation(Observation *reps, int n);
+
 // A communicator whose ranks sit on several nodes (a two-level layout,
 // runtime/node_layout.h): its shape and its two kinds of link, measured
 // apart.  nodes == 1: no layout, the two-level schedule is not weighed.

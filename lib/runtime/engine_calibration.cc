@@ -109,12 +109,8 @@ Status calibrate_engine(CommState *st) {
         if (collective_two_level_weighed(st, args, false)) eligible |= kEligibleTwoLevel;
         // What decides which options to measure is the MPI library as a
         // loop's calls find it, the drained curve (runtime/cost_probe.cc).
-        double mpi = sel->predict(Option{}, args.kind, bytes, eligible);
-        if (!sel->inputs().pmpi_drained.empty()) {
-            CostInputs loaded = sel->inputs();
-            loaded.pmpi = loaded.pmpi_drained;
-            mpi = std::max(mpi, cost_pmpi(loaded, args.kind, double(bytes)));
-        }
+        const double mpi = std::max(sel->predict(Option{}, args.kind, bytes, eligible),
+                                    sel->inputs().pmpi_drained.at(double(bytes)));
         const bool first_size = tracks.empty();
         std::vector<Run> here;
         double reserved = 0;  // predicted seconds of this size's runs
@@ -189,18 +185,13 @@ Status calibrate_engine(CommState *st) {
         }
         for (Run &x : here) {
             Track &t = tracks[x.track];
-            std::sort(std::begin(x.reps), std::end(x.reps),
-                      [](const Observation &p, const Observation &q) { return p.seconds < q.seconds; });
-            // The codec's part is work on a core, which preemption only
-            // lengthens and no shaper shortens: its least is its cost.  The
-            // model carries it to every size as a cost per byte, so a high
-            // one is never corrected where no class runs the codec: on 4
-            // ranks sharing 2 cores at 10 Gbit/s, predicted at 2.6 times
-            // its time at 16 MiB, the codec lost every class to the MPI
-            // library, 2.5 times slower there.
-            Observation median = x.reps[kReps / 2];
-            for (const Observation &o : x.reps)
-                median.codec_seconds = std::min(median.codec_seconds, o.codec_seconds);
+            // The codec's least time matters most: the model carries it to
+            // every size as a cost per byte, so a high one is never
+            // corrected where no class runs the codec (on 4 ranks sharing
+            // 2 cores at 10 Gbit/s, predicted at 2.6 times its time at
+            // 16 MiB, the codec lost every class to the MPI library, 2.5
+            // times slower there).
+            const Observation median = median_observation(x.reps, kReps);
             // A warm-up counts as one more repeat: what it takes beyond
             // that (first touches, a new peer's connection, TCP growing
             // its window for a larger message: 3-24 ms for a 64 KiB
