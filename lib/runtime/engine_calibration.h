@@ -17,8 +17,8 @@
 // size, only options predicted within 1.5 times the MPI library's drained
 // time run (elsewhere no class's choice turns on them).  A size is skipped
 // for an option when its predicted time no longer fits a few milliseconds,
-// or the whole calibration no longer fits 30 ms of operations, so slow
-// fabrics measure the smallest size only.  Each size's timed repeats come
+// or the whole calibration no longer fits 45 ms of operations (15 ms a
+// repeat), so slow fabrics measure the smallest size only.  Each size's timed repeats come
 // right after a drain (runtime/probe_ring.h), as a loop's calls come after
 // its earlier ones.  Sizes below the communicator's min_bytes, and codecs
 // that cannot run floats, are not measured.  Every decision here reads
