@@ -471,9 +471,10 @@ TEST(Selection, AnUnmeasuredTwoLevelOptionCarriesItsCodecRingsExcess) {
 
 TEST(Selection, MpiReMeasuredWhileItIsChosen) {
     // The set-up measurement made the MPI library look twice as fast as the
-    // engine; it really takes three times the engine's time.  Its 2nd call
-    // (kEarlyProbe: the class started on the MPI library) and its 8th are
-    // timed (probe_mpi); the 8th's time moves the class to the engine.
+    // engine; it really takes three times the engine's time.  Its 3rd call
+    // (kEarlyProbe: the class started on the MPI library; the first past
+    // Open MPI's first two at the size) and its 8th are timed
+    // (probe_mpi); the 8th's time moves the class to the engine.
     const size_t bytes = 4 << 20;
     Selector s = with_mpi_gap(0.5, bytes);
     const Option engine{true, 0, Schedule::Ring};
@@ -484,6 +485,7 @@ TEST(Selection, MpiReMeasuredWhileItIsChosen) {
         o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
         ASSERT_FALSE(o.engine) << call;
         EXPECT_EQ(probe, call == int(Selector::kEarlyProbe) || call == int(Selector::kProbeEvery)) << call;
+        EXPECT_EQ(s.probe_runs_first_calls(CollKind::Allreduce, bytes, kAll), call <= 2) << call;
     }
     // Six times the estimate: held back, and the next call probes again.
     s.observe_mpi(CollKind::Allreduce, bytes, kAll, 3 * engine_t);
@@ -523,41 +525,50 @@ TEST(Selection, OneSlowMpiProbeMovesNothing) {
 // The first probe of a class that moved to an engine option k times
 // faster than the MPI library: late enough that probing costs at most
 // kProbeShare of its calls, never before kProbeEvery nor after kProbeMax.
-uint64_t first_probe_gap(double k) {
-    const double g = std::ceil((k - 1) / Selector::kProbeShare);
+// At a size the set-up did not run the MPI library at (first_calls), the
+// probe is one of the MPI library's first calls there: it costs
+// kFirstCallCost of its calls.
+uint64_t first_probe_gap(double k, bool first_calls) {
+    const double mpi_calls = first_calls ? Selector::kFirstCallCost : 1.0;
+    const double g = std::ceil((mpi_calls * k - 1) / Selector::kProbeShare);
     return std::clamp<uint64_t>(g > 0 ? uint64_t(g) : 0, Selector::kProbeEvery, Selector::kProbeMax);
 }
 
 TEST(Selection, ProbesThinOutWhileTheChoiceHolds) {
     // A class that keeps its choice probes the MPI library once, at its
     // first gap, then at gaps doubling to 256 calls.  On this slow link
-    // the codec is about 5x faster than the MPI library: first at 129.
-    CostInputs in = slow_link(4);
-    Selector s(in, {quantize8(), identity()});
-    const size_t bytes = 16 << 20;
-    std::vector<int> probed;
-    double k = 0;
-    for (int call = 1; call <= 1100; ++call) {
-        bool probe = false;
-        const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
-        ASSERT_TRUE(o.engine);
-        if (call == 1)
-            k = s.predict(Option{}, CollKind::Allreduce, bytes, kAll) /
-                s.predict(o, CollKind::Allreduce, bytes, kAll);
-        if (probe) probed.push_back(call);
+    // the codec is 4.5-5x faster than the MPI library: at 1 MiB, which the
+    // set-up measured, first at 118.  At 16 MiB, which it did not, the
+    // first probe is the MPI library's first call there, 4 of its calls:
+    // first at 256.
+    for (const size_t bytes : {size_t(1) << 20, size_t(16) << 20}) {
+        CostInputs in = slow_link(4);
+        Selector s(in, {quantize8(), identity()});
+        const bool first_calls = bytes > (1 << 20);
+        std::vector<int> probed;
+        double k = 0;
+        for (int call = 1; call <= 1100; ++call) {
+            bool probe = false;
+            const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+            ASSERT_TRUE(o.engine);
+            if (call == 1)
+                k = s.predict(Option{}, CollKind::Allreduce, bytes, kAll) /
+                    s.predict(o, CollKind::Allreduce, bytes, kAll);
+            if (probe) probed.push_back(call);
+        }
+        std::vector<int> want;
+        uint64_t gap = first_probe_gap(k, first_calls), next = gap;
+        while (next <= 1100) {
+            want.push_back(int(next));
+            next += gap;
+            gap = std::min(2 * gap, Selector::kProbeMax);
+        }
+        ASSERT_GT(k, 4.0) << bytes;
+        EXPECT_EQ(want.front(), first_calls ? 256 : 118) << bytes;
+        EXPECT_EQ(probed, want) << bytes;
+        // The share of calls that probe stays under kProbeShare / (k - 1).
+        EXPECT_LE(double(probed.size()) * (k - 1) / 1100, Selector::kProbeShare) << bytes;
     }
-    std::vector<int> want;
-    uint64_t gap = first_probe_gap(k), next = gap;
-    while (next <= 1100) {
-        want.push_back(int(next));
-        next += gap;
-        gap = std::min(2 * gap, Selector::kProbeMax);
-    }
-    ASSERT_GT(k, 4.0);
-    EXPECT_EQ(want.front(), 129);
-    EXPECT_EQ(probed, want);
-    // The share of calls that probe stays under kProbeShare / (k - 1).
-    EXPECT_LE(double(probed.size()) * (k - 1) / 1100, Selector::kProbeShare);
 }
 
 TEST(Selection, ProbesOfASmallLeadComeEarly) {
@@ -565,8 +576,11 @@ TEST(Selection, ProbesOfASmallLeadComeEarly) {
     // measured time puts it 1.15x ahead): a probe costs little, and the
     // class re-measures the MPI library after kProbeEvery calls, and
     // first after its engine warm-up and first measured call, since no
-    // class has measured the MPI library yet.
-    const size_t bytes = 4 << 20;
+    // class has measured the MPI library yet.  That holds at a size the
+    // set-up ran the MPI library at (1 MiB); at one it did not (4 MiB) the
+    // first probe costs kFirstCallCost of its calls, and comes at
+    // (4 x 1.15 - 1) / kProbeShare = 120.
+    const size_t bytes = 1 << 20;
     Selector s = with_mpi_gap(1.15, bytes);
     std::vector<int> probed;
     for (int call = 1; call <= 40; ++call) {
@@ -574,25 +588,37 @@ TEST(Selection, ProbesOfASmallLeadComeEarly) {
         ASSERT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine) << call;
         if (probe) probed.push_back(call);
     }
-    EXPECT_EQ(probed, (std::vector<int>{int(Selector::kEarlyProbe) + 1, 8, 16, 32}));
+    EXPECT_EQ(probed, (std::vector<int>{int(Selector::kEarlyProbe), 8, 16, 32}));
     // TERSE_STATS counts them: each ran the MPI library instead of the engine.
     EXPECT_NE(s.summary("").find(" probed=4"), std::string::npos) << s.summary("");
+
+    Selector cold = with_mpi_gap(1.15, 4 * bytes);
+    probed.clear();
+    for (int call = 1; call <= 130; ++call) {
+        bool probe = false;
+        ASSERT_TRUE(cold.choose(CollKind::Allreduce, 4 * bytes, kAll, nullptr, nullptr, &probe).engine) << call;
+        if (probe) probed.push_back(call);
+    }
+    EXPECT_EQ(probed, (std::vector<int>{120}));
 }
 
 TEST(Selection, AnEngineClassOnTheSetUpAloneProbesEarly) {
     // The set-up read the MPI library 1.4 times slower than the engine (a
     // disturbed start); it really takes 0.6 of the engine's time.  The
     // class's 3rd call (after the engine's warm-up and first measured
-    // call) runs the MPI library, whose time moves the class to it.
-    const size_t bytes = 4 << 20;
+    // call) runs the MPI library, whose time moves the class to it.  At 1
+    // MiB, where the set-up ran the MPI library: not one of its first
+    // calls there.
+    const size_t bytes = 1 << 20;
     const Option engine{true, 0, Schedule::Ring};
     Selector s = with_mpi_gap(1.4, bytes);
     const double engine_t = s.predict(engine, CollKind::Allreduce, bytes, kAll);
-    for (int call = 1; call <= int(Selector::kEarlyProbe) + 1; ++call) {
+    for (int call = 1; call <= int(Selector::kEarlyProbe); ++call) {
         bool probe = false;
         ASSERT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine) << call;
-        EXPECT_EQ(probe, call == int(Selector::kEarlyProbe) + 1) << call;
+        EXPECT_EQ(probe, call == int(Selector::kEarlyProbe)) << call;
     }
+    ASSERT_FALSE(s.probe_runs_first_calls(CollKind::Allreduce, bytes, kAll));
     s.observe_mpi(CollKind::Allreduce, bytes, kAll, 0.6 * engine_t);
     EXPECT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
 
@@ -614,6 +640,47 @@ TEST(Selection, AnEngineClassOnTheSetUpAloneProbesEarly) {
     EXPECT_EQ(probes_before_8(measured), 0);
     Selector far = with_mpi_gap(Selector::kEarlyProbeBelow * 1.1, bytes);
     EXPECT_EQ(probes_before_8(far), 0);
+    // Nor at a size the set-up did not run the MPI library at: its first
+    // call there costs 3-4 of its later ones, and bounds it from above only.
+    Selector cold = with_mpi_gap(1.4, 4 * bytes);
+    for (int call = 1; call < int(Selector::kProbeEvery); ++call) {
+        bool probe = false;
+        ASSERT_TRUE(cold.choose(CollKind::Allreduce, 4 * bytes, kAll, nullptr, nullptr, &probe).engine) << call;
+        EXPECT_FALSE(probe) << call;
+    }
+}
+
+TEST(Selection, TheMpiLibrarysFirstCallsOnlyLowerItsEstimate) {
+    // Open MPI's first two calls at a size take 2-4 times a later call's
+    // time.  A probe on one of them is an upper bound: above the estimate
+    // it is dropped (no second probe asked for, the choice stays); below,
+    // it counts as any probe does.
+    const size_t bytes = 4 << 20;
+    const Option mpi{};
+    Selector s = with_mpi_gap(1.15, bytes);  // the engine predicted 1.15x faster
+    int calls = 0;
+    bool probe = false;
+    while (!probe) {
+        ASSERT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+        ASSERT_LT(++calls, 300);
+    }
+    ASSERT_TRUE(s.probe_runs_first_calls(CollKind::Allreduce, bytes, kAll));
+    const double before = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
+    s.observe_mpi(CollKind::Allreduce, bytes, kAll, 3.5 * before, true);
+    EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, bytes, kAll), before);
+    probe = true;
+    EXPECT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+    EXPECT_FALSE(probe);  // nothing held: no second probe
+    // The same time from a later call of the MPI library counts: three
+    // times the estimate is held and confirmed by the next call.
+    Selector warm = with_mpi_gap(1.15, bytes);
+    warm.observe_mpi(CollKind::Allreduce, bytes, kAll, 3.5 * before);
+    EXPECT_DOUBLE_EQ(warm.predict(mpi, CollKind::Allreduce, bytes, kAll), before);
+    warm.observe_mpi(CollKind::Allreduce, bytes, kAll, 3.5 * before);
+    EXPECT_GT(warm.predict(mpi, CollKind::Allreduce, bytes, kAll), 3 * before);
+    // Below the estimate, a first call's time lowers it.
+    s.observe_mpi(CollKind::Allreduce, bytes, kAll, 0.5 * before, true);
+    EXPECT_LT(s.predict(mpi, CollKind::Allreduce, bytes, kAll), before);
 }
 
 TEST(Selection, PinnedClassesSkipTheModel) {

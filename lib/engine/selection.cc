@@ -333,7 +333,9 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
         next_probe(c, moved, &probe, speedup);
         if (probe_mpi) *probe_mpi = probe;
         if (probe_mpi && probe && c.choice.engine) c.probes++;
-        return !moved && !probe && timed && explore(c, bytes, &explored, why) ? explored : c.choice;
+        const Option o = !moved && !probe && timed && explore(c, bytes, &explored, why) ? explored : c.choice;
+        if (!o.engine || (probe_mpi && probe)) c.mpi_runs++;
+        return o;
     };
     // Nothing the predictions read has changed since this class last
     // decided a call of this size: the same inputs give the same choice
@@ -514,7 +516,11 @@ bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
 
 void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup) {
     if (moved) {
-        const double share = std::ceil((speedup - 1) / kProbeShare);
+        // A probe costs the MPI library's call less the engine's; on one
+        // of the MPI library's first calls at a size, kFirstCallCost of
+        // its calls (and it only bounds its time, observe_mpi()).
+        const double mpi_calls = c.choice.engine && first_calls_next(c) ? kFirstCallCost : 1.0;
+        const double share = std::ceil((mpi_calls * speedup - 1) / kProbeShare);
         c.probe_gap = std::clamp<uint64_t>(share > 0 ? uint64_t(std::min(share, 1e9)) : 0, kProbeEvery,
                                            kProbeMax);
         c.next_probe = c.calls + c.probe_gap - 1;  // this call is the new choice's 1st
@@ -524,7 +530,10 @@ void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup)
         // class would run the MPI library 3.7 times slower than the codec
         // until its 8th call.  Its 2nd call (the 1st pays first touches)
         // is timed anyway, and agreeing its time costs little
-        // (runtime/collective.h: the agreement stays in flight).
+        // (runtime/collective.h: the agreement stays in flight).  Its 3rd:
+        // Open MPI's first two calls at a size are slow (observe_mpi()'s
+        // first_calls), and the 2nd's time sent a 16 MiB class at
+        // 10 Gbit/s to the lossless ring, 12% slower.
         //
         // A class that starts on an engine option has the same set-up
         // estimate to weigh it against, and a set-up disturbed on a busy
@@ -535,11 +544,15 @@ void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup)
         // the option is predicted less than kEarlyProbeBelow times faster
         // (a probe then costs less than one of its calls), the call after
         // the option's warm-up and first measured call runs the MPI library.
+        // Its time bounds the MPI library's from above only (first_calls),
+        // which is what a disturbed set-up needs: an estimate too high.
+        // Only where the set-up ran the MPI library at this size: a first
+        // call elsewhere costs 3-4 of its later ones, more than the error.
         c.early_probe = 0;
         c.early_engine = c.choice.engine;
-        if (c.calls == 1 && !c.choice.engine) c.early_probe = kEarlyProbe;
-        if (c.calls == 1 && c.choice.engine && speedup < kEarlyProbeBelow && !mpi_measured(c.kind))
-            c.early_probe = kEarlyProbe + 1;
+        if (c.calls == 1 &&
+            (!c.choice.engine || (speedup < kEarlyProbeBelow && !mpi_measured(c.kind) && mpi_warm_at_setup(c))))
+            c.early_probe = kEarlyProbe;
     }
     if (c.early_probe && c.calls >= c.early_probe) {
         c.early_probe = 0;
@@ -693,15 +706,16 @@ void Selector::blend_into(Class &c, int i, double seconds, double bytes, bool re
     m = Measured{blend(old, seconds, false), bytes};
 }
 
-void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds) {
+void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds, bool first_calls) {
     const double m = cost_pmpi(in_, kind, double(bytes));
     if (!(m > 0) || !(seconds > 0)) return;
-    ++generation_;
     double sample = clamp_correction(seconds / m) * m;
     Class &c = class_of(kind, bytes, eligible);
+    const double prior = predict_in(&c, all_[0], kind, bytes);
+    if (first_calls && sample >= prior) return;  // an upper bound above the estimate says nothing
+    ++generation_;
     bool replace = false;
     if (c.held_mpi < 0) {
-        const double prior = predict_in(&c, all_[0], kind, bytes);
         const bool slow = sample > kConfirmAbove * prior || (sample > prior && moves_off_mpi(c, bytes, sample));
         if (slow || returns_to_mpi(c, bytes, sample)) {
             c.held_mpi = sample;
@@ -728,6 +742,22 @@ void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, doubl
     }
     blend_into(c, 0, sample, double(bytes), replace);
     correction_[0] = clamp_correction(blend(correction_[0], sample / m, false));
+}
+
+bool Selector::probe_runs_first_calls(CollKind kind, size_t bytes, uint32_t eligible) const {
+    const Class *c = find_class(kind, bytes, eligible);
+    return c && c->mpi_runs <= kMpiFirstCalls && !mpi_warm_at_setup(*c);
+}
+
+bool Selector::first_calls_next(const Class &c) const {
+    return c.mpi_runs < kMpiFirstCalls && !mpi_warm_at_setup(c);
+}
+
+bool Selector::mpi_warm_at_setup(const Class &c) const {
+    if (c.kind != CollKind::Allreduce) return false;
+    for (int i = 0; i < in_.pmpi.points; ++i)
+        if (bucket_of(size_t(in_.pmpi.bytes[i])) == c.bucket) return true;
+    return false;
 }
 
 // A class on an engine option whose own estimate of the MPI library says

@@ -99,6 +99,7 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
     // a call may explore an option (Selector::choose).
     c.option = st->selector->choose(a.kind, c.bytes, c.eligible, &changed, debug ? &why : nullptr, &c.probe_mpi,
                                     !nonblocking);
+    if (c.probe_mpi) c.probe_first_calls = st->selector->probe_runs_first_calls(a.kind, c.bytes, c.eligible);
     if ((changed || !why.empty()) && debug)
         TERSE_LOG_DEBUG("planner: communicator %s, %s of %zu bytes: %s", st->describe().c_str(),
                         coll_kind_name(a.kind), c.bytes, why.c_str());
@@ -151,6 +152,7 @@ Status collective_probed(CommState *st, const CollArgs &args, const CollectiveCh
     p.kind = args.kind;
     p.bytes = c.bytes;
     p.eligible = c.eligible;
+    p.first_calls = c.probe_first_calls;
     p.due = st->model_calls + 2;
     return st->control->iallreduce(&p.seconds, &p.seconds, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &p.req);
 }
@@ -161,7 +163,7 @@ Status collective_settle_probe(CommState *st, bool apply) {
     Status s = TERSE_OK;
     while (!st->control->test(&p.req, &s)) {}
     if (s != TERSE_OK) return s;
-    if (apply && st->selector) st->selector->observe_mpi(p.kind, p.bytes, p.eligible, p.seconds);
+    if (apply && st->selector) st->selector->observe_mpi(p.kind, p.bytes, p.eligible, p.seconds, p.first_calls);
     return TERSE_OK;
 }
 

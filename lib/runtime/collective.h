@@ -26,6 +26,7 @@ struct CollectiveChoice {
     uint32_t eligible = 0;   // bit i: codec slot i may run the call
     size_t bytes = 0;        // the call's size as engine_eligible counts it
     bool probe_mpi = false;  // engine chosen, but a blocking call runs MPI to re-measure it (Selector::choose)
+    bool probe_first_calls = false;  // that call is one of its class's first of MPI (Selector::observe_mpi)
     Option option;
     FeedbackKey feedback_key;  // its residual's key, decided here at issue (engine/feedback_key.h)
     // A probe of the MPI library agreed for an earlier call failed to

@@ -120,7 +120,8 @@ public:
         CollKind kind = CollKind::Allreduce;
         size_t bytes = 0;
         uint32_t eligible = 0;
-        uint64_t due = 0;  // the model_calls count that applies it
+        bool first_calls = false;  // Selector::observe_mpi()'s
+        uint64_t due = 0;          // the model_calls count that applies it
     } probe;
     GuardState guard;                 // guard=: reset at each agreement
     std::unique_ptr<TuneTable> tune;  // tune_file's entries, loaded at agreement (null: none)
