@@ -357,8 +357,9 @@ TEST(Selection, NoFlappingBetweenCloseEngineOptions) {
 
 // A selector whose MPI library is predicted `gap` times the lossless
 // ring's time at `bytes` (the MPI curve scaled; the engine's model kept).
-Selector with_mpi_gap(double gap, size_t bytes) {
+Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1) {
     CostInputs in = slow_link(2);
+    in.pmpi_first = pmpi_first;
     Selector probe(in, {identity()});
     const double ring = probe.predict(Option{true, 0, Schedule::Ring}, CollKind::Allreduce, bytes, kAll);
     const double engine = std::min(
@@ -525,11 +526,11 @@ TEST(Selection, OneSlowMpiProbeMovesNothing) {
 // The first probe of a class that moved to an engine option k times
 // faster than the MPI library: late enough that probing costs at most
 // kProbeShare of its calls, never before kProbeEvery nor after kProbeMax.
-// At a size the set-up did not run the MPI library at (first_calls), the
-// probe is one of the MPI library's first calls there: it costs
-// kFirstCallCost of its calls.
-uint64_t first_probe_gap(double k, bool first_calls) {
-    const double mpi_calls = first_calls ? Selector::kFirstCallCost : 1.0;
+// At a size the set-up did not run the MPI library at, the probe is the
+// MPI library's first call there: it costs first_call (the set-up's
+// CostInputs::pmpi_first) of its calls.
+uint64_t first_probe_gap(double k, double first_call) {
+    const double mpi_calls = first_call;
     const double g = std::ceil((mpi_calls * k - 1) / Selector::kProbeShare);
     return std::clamp<uint64_t>(g > 0 ? uint64_t(g) : 0, Selector::kProbeEvery, Selector::kProbeMax);
 }
@@ -539,12 +540,21 @@ TEST(Selection, ProbesThinOutWhileTheChoiceHolds) {
     // first gap, then at gaps doubling to 256 calls.  On this slow link
     // the codec is 4.5-5x faster than the MPI library: at 1 MiB, which the
     // set-up measured, first at 118.  At 16 MiB, which it did not, the
-    // first probe is the MPI library's first call there, 4 of its calls:
-    // first at 256.
-    for (const size_t bytes : {size_t(1) << 20, size_t(16) << 20}) {
+    // first probe is the MPI library's first call there, which the set-up
+    // found 4 times slower than its later ones: first at 256.  Where the
+    // set-up found first calls no slower, at (k - 1) / kProbeShare there
+    // too: 129, the codec being 4.9 times faster there.
+    struct Case {
+        size_t bytes;
+        double pmpi_first;
+        int first;
+    };
+    for (const Case &t : {Case{1 << 20, 4, 118}, Case{16 << 20, 4, 256}, Case{16 << 20, 1, 129}}) {
+        const size_t bytes = t.bytes;
         CostInputs in = slow_link(4);
+        in.pmpi_first = t.pmpi_first;
         Selector s(in, {quantize8(), identity()});
-        const bool first_calls = bytes > (1 << 20);
+        const double first_call = bytes > (1 << 20) ? t.pmpi_first : 1.0;
         std::vector<int> probed;
         double k = 0;
         for (int call = 1; call <= 1100; ++call) {
@@ -557,14 +567,14 @@ TEST(Selection, ProbesThinOutWhileTheChoiceHolds) {
             if (probe) probed.push_back(call);
         }
         std::vector<int> want;
-        uint64_t gap = first_probe_gap(k, first_calls), next = gap;
+        uint64_t gap = first_probe_gap(k, first_call), next = gap;
         while (next <= 1100) {
             want.push_back(int(next));
             next += gap;
             gap = std::min(2 * gap, Selector::kProbeMax);
         }
         ASSERT_GT(k, 4.0) << bytes;
-        EXPECT_EQ(want.front(), first_calls ? 256 : 118) << bytes;
+        EXPECT_EQ(want.front(), t.first) << bytes;
         EXPECT_EQ(probed, want) << bytes;
         // The share of calls that probe stays under kProbeShare / (k - 1).
         EXPECT_LE(double(probed.size()) * (k - 1) / 1100, Selector::kProbeShare) << bytes;
@@ -578,7 +588,8 @@ TEST(Selection, ProbesOfASmallLeadComeEarly) {
     // first after its engine warm-up and first measured call, since no
     // class has measured the MPI library yet.  That holds at a size the
     // set-up ran the MPI library at (1 MiB); at one it did not (4 MiB) the
-    // first probe costs kFirstCallCost of its calls, and comes at
+    // first probe costs what the set-up measured of the MPI library's
+    // first call against its later ones (here 4), and comes at
     // (4 x 1.15 - 1) / kProbeShare = 120.
     const size_t bytes = 1 << 20;
     Selector s = with_mpi_gap(1.15, bytes);
@@ -592,7 +603,7 @@ TEST(Selection, ProbesOfASmallLeadComeEarly) {
     // TERSE_STATS counts them: each ran the MPI library instead of the engine.
     EXPECT_NE(s.summary("").find(" probed=4"), std::string::npos) << s.summary("");
 
-    Selector cold = with_mpi_gap(1.15, 4 * bytes);
+    Selector cold = with_mpi_gap(1.15, 4 * bytes, 4.0);
     probed.clear();
     for (int call = 1; call <= 130; ++call) {
         bool probe = false;

@@ -86,6 +86,10 @@ struct CostInputs {
     // weighs its options against (runtime/cost_probe.cc says why the
     // estimates read pmpi).
     PmpiCurve pmpi_drained;
+    // The MPI library's first call at a size it has not run, over its
+    // later calls there (set-up, the largest size timed; MAX over ranks of
+    // each).  What probing it at such a size costs (Selector).
+    double pmpi_first = 1;
 };
 
 // The engine's schedules, for an allreduce of `bytes` on n ranks through a

@@ -516,10 +516,10 @@ bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
 
 void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup) {
     if (moved) {
-        // A probe costs the MPI library's call less the engine's; on one
-        // of the MPI library's first calls at a size, kFirstCallCost of
-        // its calls (and it only bounds its time, observe_mpi()).
-        const double mpi_calls = c.choice.engine && first_calls_next(c) ? kFirstCallCost : 1.0;
+        // A probe costs the MPI library's call less the engine's; on the
+        // MPI library's first call at a size, first_call_cost() of its
+        // calls (and it only bounds its time, observe_mpi()).
+        const double mpi_calls = c.choice.engine && first_calls_next(c) ? first_call_cost() : 1.0;
         const double share = std::ceil((mpi_calls * speedup - 1) / kProbeShare);
         c.probe_gap = std::clamp<uint64_t>(share > 0 ? uint64_t(std::min(share, 1e9)) : 0, kProbeEvery,
                                            kProbeMax);
@@ -547,7 +547,8 @@ void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup)
         // Its time bounds the MPI library's from above only (first_calls),
         // which is what a disturbed set-up needs: an estimate too high.
         // Only where the set-up ran the MPI library at this size: a first
-        // call elsewhere costs 3-4 of its later ones, more than the error.
+        // call elsewhere costs several of its later ones (first_call_cost:
+        // 3-8 on this project's host), more than the error.
         c.early_probe = 0;
         c.early_engine = c.choice.engine;
         if (c.calls == 1 &&
@@ -751,6 +752,10 @@ bool Selector::probe_runs_first_calls(CollKind kind, size_t bytes, uint32_t elig
 
 bool Selector::first_calls_next(const Class &c) const {
     return c.mpi_runs < kMpiFirstCalls && !mpi_warm_at_setup(c);
+}
+
+double Selector::first_call_cost() const {
+    return std::isfinite(in_.pmpi_first) ? std::clamp(in_.pmpi_first, 1.0, kFirstCallCostMax) : 1.0;
 }
 
 bool Selector::mpi_warm_at_setup(const Class &c) const {

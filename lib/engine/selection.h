@@ -127,7 +127,7 @@ public:
                                                      // than this much faster, while no class of its kind
                                                      // has measured the MPI library
     static constexpr uint64_t kMpiFirstCalls = 2;    // a class's first calls of MPI bound its time from above
-    static constexpr double kFirstCallCost = 4.0;    // and the 1st costs this many of its later calls
+    static constexpr double kFirstCallCostMax = 16;  // the most CostInputs::pmpi_first is taken at
     static constexpr double kExploreShare = 0.01;    // the most an exploration may add to a class's calls
     static constexpr uint64_t kExploreAfter = 128;   // no class explores before this many calls
     static constexpr double kExploreWithin = 3.0;    // nor an option predicted this much slower than its choice
@@ -304,6 +304,9 @@ private:
     // Whether the next call of class c to run the MPI library is one of
     // its first kMpiFirstCalls there.
     bool first_calls_next(const Class &c) const;
+    // Calls of the MPI library a probe on its first call at a size costs:
+    // CostInputs::pmpi_first within [1, kFirstCallCostMax].
+    double first_call_cost() const;
     // Whether class c, on engine option i, would leave it were a call of
     // it to take `seconds` (record()).
     bool moves_off_engine(const Class &c, int i, size_t bytes, double seconds) const;

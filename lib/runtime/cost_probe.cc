@@ -27,15 +27,17 @@ constexpr int kPmpiReps = 3;
 constexpr int kRailSlotBase = 0x8000;
 
 // The fastest of kPmpiReps MPI_Allreduce calls of `count` floats, after a
-// warm-up, on this rank.
-Status fastest_pmpi(CommState *st, float *a, float *b, int count, double *best) {
+// warm-up, on this rank; *first (optional) gets the warm-up's time.
+Status fastest_pmpi(CommState *st, float *a, float *b, int count, double *best, double *first = nullptr) {
     *best = std::numeric_limits<double>::infinity();
     for (int i = 0; i <= kPmpiReps; ++i) {
         const double t0 = now_seconds();
         if (PMPI_Allreduce(a, b, count, MPI_FLOAT, MPI_SUM, st->comm) != MPI_SUCCESS)
             return set_error(TERSE_ERR_MPI, "terse: measuring communicator %s failed in PMPI_Allreduce",
                              st->describe().c_str());
-        if (i) *best = std::min(*best, now_seconds() - t0);
+        const double t = now_seconds() - t0;
+        if (i) *best = std::min(*best, t);
+        if (!i && first) *first = t;
     }
     return TERSE_OK;
 }
@@ -235,9 +237,10 @@ Status probe_costs(CommState *st, CostInputs *out) {
             }
             if (agreed_max(st, short_of_memory) > 0) break;
         }
-        // [0] as it comes, [1] after a drain; MAX over ranks.
-        double best[2];
-        Status s = fastest_pmpi(st, a.data(), b.data(), count, &best[0]);
+        // [0] as it comes, [1] after a drain, [2] the size's first call;
+        // MAX over ranks.
+        double best[3];
+        Status s = fastest_pmpi(st, a.data(), b.data(), count, &best[0], &best[2]);
         if (s != TERSE_OK) return s;
         best[1] = best[0];
         if (bytes > 8 && bytes < kStreamBytes) {
@@ -245,12 +248,21 @@ Status probe_costs(CommState *st, CostInputs *out) {
             if (s == TERSE_OK) s = fastest_pmpi(st, a.data(), b.data(), count, &best[1]);
             if (s != TERSE_OK) return s;
         }
-        double t[2];
-        if (PMPI_Allreduce(best, t, 2, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
+        double t[3];
+        if (PMPI_Allreduce(best, t, 3, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
             return set_error(TERSE_ERR_MPI, "terse: measuring communicator %s failed in PMPI_Allreduce",
                              st->describe().c_str());
         in.pmpi.add(double(bytes), std::min(t[0], t[1]));
         in.pmpi_drained.add(double(bytes), t[1]);
+        // The MPI library's first call at a size pays for memory it has
+        // not touched yet (Open MPI's temporary buffers; a page's first
+        // touch took 14.5 us on this project's VM host, where bare metal
+        // takes well under 1): the largest size's ratio is the planner's
+        // cost of probing the MPI library at a size it has not run
+        // (Selector::observe_mpi).  Against the drained time, as a loop's
+        // calls find the link (inside a shaper's burst the first call may
+        // read faster than the later ones).  The 8-byte call also connects.
+        if (bytes >= kAlwaysMeasured) in.pmpi_first = t[2] / t[1];
         prev_t = t[1];
         prev_bytes = bytes;
     }
@@ -265,11 +277,12 @@ Status probe_costs(CommState *st, CostInputs *out) {
     TERSE_LOG_DEBUG(
         "planner: communicator %s measured in %.2f ms (%.2f ms of them connecting the ring): ring alpha %.2f "
         "us, %.0f MB/s; reduce %.0f MB/s; MPI_Allreduce %d sizes, 8 B %.2f us, largest %.0f B %.1f us (%.1f "
-        "drained)",
+        "drained, its first call %.1f times that)",
         st->describe().c_str(), (now_seconds() - t_begin) * 1e3, (t_connected - t_begin) * 1e3,
         in.link.alpha * 1e6, in.link.beta > 0 ? 1e-6 / in.link.beta : 0.0, in.gamma > 0 ? 1e-6 / in.gamma : 0.0,
         in.pmpi.points, in.pmpi.seconds[0] * 1e6, in.pmpi.bytes[in.pmpi.points - 1],
-        in.pmpi.seconds[in.pmpi.points - 1] * 1e6, in.pmpi_drained.seconds[in.pmpi_drained.points - 1] * 1e6);
+        in.pmpi.seconds[in.pmpi.points - 1] * 1e6, in.pmpi_drained.seconds[in.pmpi_drained.points - 1] * 1e6,
+        in.pmpi_first);
     return TERSE_OK;
 }
 
