@@ -203,10 +203,11 @@ public:
     //
     // first_calls: the probe ran one of the class's first kMpiFirstCalls
     // calls of the MPI library, at a size the set-up did not run it at
-    // (probe_runs_first_calls()).  Open MPI's
-    // first calls at a size are slow (over TCP at 10 Gbit/s, 256 KiB to
-    // 16 MiB: the 1st 3.2-4.5 times a later call, the 2nd 1.25-2.3 times),
-    // so such a time only bounds the MPI library's from above: it lowers
+    // (probe_runs_first_calls()).  Open MPI's first calls at a size are
+    // slow: they touch its temporary buffers' pages for the first time
+    // (over TCP at 10 Gbit/s on 2 and 4 ranks, 256 KiB to 16 MiB: the 1st
+    // 2.6-5.6 times a later call, the 2nd 1.2-2.3 times, on a VM whose
+    // first touch of a page takes 14.5 us), so such a time only bounds the MPI library's from above: it lowers
     // an estimate above it (a disturbed set-up, which the early probe of
     // an engine class is for) and is dropped otherwise.  Counted, it sent
     // classes to an engine option slower than Open MPI, and through
