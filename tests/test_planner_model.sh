@@ -25,6 +25,12 @@ same_decisions() {
     # How many operations fit its budget depends on the machine's speed.
     grep -q "engine calibrated, [0-9]* operations: " decisions.0 ||
         { echo "$out"; fail "$2: the engine's calibration was not logged"; }
+    # Every option measured at a size had a warm-up there first: the first
+    # operations at a new size pay first touches even after a smaller one.
+    measured=$(grep -o "@[0-9]*K [0-9.]*us (" decisions.0 | wc -l)
+    warmed=$(grep -o "@[0-9]*K [0-9.]*us ([0-9.]*-[0-9.]*us, warm-up " decisions.0 | wc -l)
+    [ "$measured" -eq "$warmed" ] ||
+        { grep "engine calibrated" decisions.0; fail "$2: $warmed of $measured calibrated sizes had a warm-up"; }
     for r in $(seq 1 $((np - 1))); do
         cmp -s decisions.0 decisions.$r || { diff decisions.0 decisions.$r; fail "$2: ranks 0 and $r decided differently"; }
     done

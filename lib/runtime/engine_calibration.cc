@@ -25,8 +25,8 @@ constexpr int kReps = 3;  // timed repeats of an option at a size; the median co
 // the lossless ring at 1 MiB on 4 ranks at 10 Gbit/s (about 4.8 ms) went
 // unmeasured, its prediction from 64 KiB read 17.9 ms at 4 MiB where it
 // takes 21-22, and classes of 4-16 MiB left Open MPI (19 ms) for it.
-// Predicted seconds of a size's repeats (warm-up included) above which an
-// option stops.
+// Predicted seconds of a size's warm-up and repeats above which an option
+// stops.
 constexpr double kSizeBudget = 6e-3 * kReps;
 // Above the smallest size, an option is measured only where predicted
 // within this factor of the MPI library: there a class's choice turns on it.
@@ -94,7 +94,7 @@ Status calibrate_engine(CommState *st) {
 
     struct Track {
         Option option;
-        bool warm = false, stopped = false;
+        bool stopped = false;
     };
     // An option measured at one size: its warm-up (< 0: none) and timed repeats.
     struct Run {
@@ -127,7 +127,7 @@ Status calibrate_engine(CommState *st) {
             if (t == tracks.end()) t = tracks.insert(tracks.end(), Track{o});
             if (t->stopped) continue;
             const double predicted = sel->predict(o, args.kind, bytes, eligible);
-            const double cost = predicted * (kReps + (t->warm ? 0 : 1));
+            const double cost = predicted * (kReps + 1);  // a warm-up and the repeats
             // Where the option is close to the MPI library, this size's
             // time decides the classes around it, and extrapolated from the
             // sizes below it can be far off: on 4 ranks at 10 Gbit/s the
@@ -160,9 +160,18 @@ Status calibrate_engine(CommState *st) {
         // back: 287-432 us and one of 809), and the fastest of two read
         // 296-327 us where the loop's calls average 400, so classes moved
         // to a ring no faster than the MPI library and paid its first
-        // calls.  The median also drops an option's first operation at a
-        // new size, slow where the option is warm from a smaller one
-        // (there: 0.9-1.1 ms at 256 KiB, 4-4.1 ms against 1.6 at 1 MiB).
+        // calls.
+        //
+        // Every size has its warm-up, not only an option's first: an
+        // operation's first calls at a new size are slow even where the
+        // option is warm from a smaller one (they touch memory it has not
+        // used; a page's first touch took 14.5 us on this project's VM).
+        // With the warm-up at the first size only, the codec's ring on 4
+        // ranks at 10 Gbit/s read 1.8-2.0 ms at 256 KiB (the median of
+        // that size's 1st-3rd operations: 7.0, 2.6, 2.7 ms in a loop
+        // whose later calls take 1.2-1.5), which predicted 4.6-6.0 ms at
+        // 1 MiB where it takes 2.7-3.4, and in 2 runs of 9 the 1 and 2 MiB
+        // classes ran the MPI library, 1.4-1.7 times slower.
         for (int r = 0; r <= kReps; ++r) {
             // The options' repeats follow one another, each finding the
             // shaper's bucket as the last one left it, as a loop's calls do;
@@ -175,7 +184,6 @@ Status calibrate_engine(CommState *st) {
             }
             for (Run &x : here) {
                 Track &t = tracks[x.track];
-                if (r == 0 && t.warm) continue;
                 Observation ob;
                 Status s = run_one(st, size_t(t.option.codec), t.option.schedule, args, &ob);
                 if (s != TERSE_OK) return s;
@@ -206,7 +214,6 @@ Status calibrate_engine(CommState *st) {
             // options were not calibrated: classes then tried them on the
             // model's guess, warm-ups included, in their first calls.
             if (x.warm_up >= 0) spent += std::min(x.warm_up, median.seconds);
-            t.warm = true;
             sel->calibrate(args.kind, bytes, eligible, t.option, collective_call_observation(st, median));
             char line[200], warm_up[40] = "";
             if (x.warm_up >= 0) snprintf(warm_up, sizeof warm_up, ", warm-up %.1fus", x.warm_up * 1e6);
