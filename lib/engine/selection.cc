@@ -548,7 +548,7 @@ void Selector::next_probe(Class &c, bool moved, bool *probe_mpi, double speedup)
         // which is what a disturbed set-up needs: an estimate too high.
         // Only where the set-up ran the MPI library at this size: a first
         // call elsewhere costs several of its later ones (first_call_cost:
-        // 3-8 on this project's host), more than the error.
+        // 7-13 on this project's host), more than the error.
         c.early_probe = 0;
         c.early_engine = c.choice.engine;
         if (c.calls == 1 &&

@@ -207,11 +207,12 @@ public:
     // slow: they touch its temporary buffers' pages for the first time
     // (over TCP at 10 Gbit/s on 2 and 4 ranks, 256 KiB to 16 MiB: the 1st
     // 2.6-5.6 times a later call, the 2nd 1.2-2.3 times, on a VM whose
-    // first touch of a page takes 14.5 us), so such a time only bounds the MPI library's from above: it lowers
-    // an estimate above it (a disturbed set-up, which the early probe of
-    // an engine class is for) and is dropped otherwise.  Counted, it sent
-    // classes to an engine option slower than Open MPI, and through
-    // measured_near their neighbours too.
+    // first touch of a page takes 14.5 us), so such a time only bounds
+    // the MPI library's from above: it lowers an estimate above it (a
+    // disturbed set-up, which the early probe of an engine class is for)
+    // and is dropped otherwise.  Counted, it sent classes to an engine
+    // option slower than Open MPI, and through measured_near their
+    // neighbours too.
     void observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds, bool first_calls = false);
     // Whether the call choose() last gave this class the MPI library on
     // was one of its first kMpiFirstCalls (observe_mpi()'s first_calls).
