@@ -202,7 +202,7 @@ Status probe_costs(CommState *st, CostInputs *out) {
     // engine, twice as slow there).  Inside a shaper's burst its small sizes
     // read fast (2 ranks at 10 Gbit/s: 64 KiB at 40-43 us, where a loop's
     // calls take 80-85), and a class that starts on the MPI library corrects
-    // that with its early probe, two calls in.  The drained figure (there
+    // that with its early probe, three calls in.  The drained figure (there
     // 83-103 us) was above the engine's lossless ring at 64-90, and the 64 KiB
     // class started on the ring, which takes 110 in a loop: an MPI estimate
     // too high costs engine calls, one too low two calls of the MPI library.

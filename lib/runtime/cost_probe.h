@@ -12,7 +12,10 @@
 // so that a shaper's burst does not speed it up.  The MPI library's sizes
 // below 512 KiB are timed twice, as they come and after a drain: the
 // faster is its estimate, the drained one what the engine calibration
-// weighs against (cost_probe.cc says why).
+// weighs against (cost_probe.cc says why).  The warm-up call before the
+// largest size's repeats, over its drained time, is what the planner takes
+// a probe of the MPI library at a size it has not run to cost
+// (CostInputs::pmpi_first).
 // Each figure is the fastest of a few repeats on a rank, then the largest
 // over ranks (the slowest rank sets a collective's pace), so every rank
 // holds the same numbers and the planner decides the same on every rank.

@@ -96,10 +96,10 @@ Status calibrate_engine(CommState *st) {
         Option option;
         bool stopped = false;
     };
-    // An option measured at one size: its warm-up (< 0: none) and timed repeats.
+    // An option measured at one size: its warm-up and timed repeats.
     struct Run {
         size_t track;
-        double predicted, warm_up = -1;
+        double predicted, warm_up = 0;
         Observation reps[kReps];
     };
     std::vector<Track> tracks;
@@ -144,7 +144,7 @@ Status calibrate_engine(CommState *st) {
                 continue;
             }
             reserved += cost;
-            here.push_back(Run{size_t(t - tracks.begin()), predicted, -1, {}});
+            here.push_back(Run{size_t(t - tracks.begin()), predicted, 0, {}});
         }
         // Warm-ups first, then each repeat of every option in turn, not an
         // option's repeats back to back: a disturbance of a few
@@ -213,13 +213,13 @@ Status calibrate_engine(CommState *st) {
             // warm-up spent the budget, and in 2 runs of 6 the lossless
             // options were not calibrated: classes then tried them on the
             // model's guess, warm-ups included, in their first calls.
-            if (x.warm_up >= 0) spent += std::min(x.warm_up, median.seconds);
+            spent += std::min(x.warm_up, median.seconds);
             sel->calibrate(args.kind, bytes, eligible, t.option, collective_call_observation(st, median));
-            char line[200], warm_up[40] = "";
-            if (x.warm_up >= 0) snprintf(warm_up, sizeof warm_up, ", warm-up %.1fus", x.warm_up * 1e6);
-            snprintf(line, sizeof line, " %s@%zuK %.1fus (%.1f-%.1fus%s, predicted %.1fus)",
+            char line[200];
+            snprintf(line, sizeof line, " %s@%zuK %.1fus (%.1f-%.1fus, warm-up %.1fus, predicted %.1fus)",
                      sel->option_name(t.option).c_str(), bytes >> 10, median.seconds * 1e6,
-                     x.reps[0].seconds * 1e6, x.reps[kReps - 1].seconds * 1e6, warm_up, x.predicted * 1e6);
+                     x.reps[0].seconds * 1e6, x.reps[kReps - 1].seconds * 1e6, x.warm_up * 1e6,
+                     x.predicted * 1e6);
             report += line;
         }
     }
