@@ -206,6 +206,27 @@ public:
         }
         return true;
     }
+    // Combines every chunk's payload with itself (two single-rank
+    // payloads, as a ring's reduce-scatter hop does) into out; returns the
+    // combined bytes, or -1 on an error.  Raw chunks are skipped: the
+    // engine sums those as elements.
+    double combine_all(std::vector<std::vector<uint8_t>> *out) {
+        double bytes = 0;
+        out->resize(chunks());
+        for (size_t c = 0; c < chunks(); c++) {
+            if (raw_[c]) continue;
+            auto &o = (*out)[c];
+            o.resize(2 * out_[c].size() + 4096);
+            size_t len = 0;
+            if (d_->combine(inst_, out_[c].data(), len_[c], 1, out_[c].data(), len_[c], 1, count(c), o.data(),
+                            o.size(), &len, &call_[c]) != TERSE_CODEC_OK) {
+                error_ = "combine failed";
+                return -1;
+            }
+            bytes += double(len);
+        }
+        return bytes;
+    }
     size_t raw_chunks() const { return raw_chunks_; }
     const std::string &error() const { return error_; }
 
@@ -321,6 +342,30 @@ void bench_decode(benchmark::State &st, const std::string &spec, const DataSet *
         benchmark::ClobberMemory();
     }
     set_counters(st, data->x.size() * sizeof(float), payload, run->raw_chunks());
+}
+
+// Input bytes per second of the summable hop's combine: two payloads of a
+// chunk in, one out (the ratio counter is input bytes over the output).
+void bench_combine(benchmark::State &st, const std::string &spec, const DataSet *data) {
+    auto run = CodecRun::make(spec, *data);
+    if (!run) {
+        st.SkipWithError("codec not available (see message above)");
+        return;
+    }
+    if (run->encode_all() < 0) {
+        st.SkipWithError(run->error().c_str());
+        return;
+    }
+    std::vector<std::vector<uint8_t>> out;
+    double combined = 0;
+    for (auto _ : st) {
+        combined = run->combine_all(&out);
+        if (combined < 0) {
+            st.SkipWithError(run->error().c_str());
+            return;
+        }
+    }
+    set_counters(st, data->x.size() * sizeof(float), combined, run->raw_chunks());
 }
 
 // ---------------------------------------------------------------- baselines
@@ -476,9 +521,12 @@ int main(int argc, char **argv) {
             if (!Plugin::find(name)) continue;  // message printed once
             benchmark::RegisterBenchmark(("encode/" + d.name + "/" + spec).c_str(), bench_encode, spec, &d)
                 ->Unit(benchmark::kMillisecond);
-            if (Plugin::find(name)->desc()->mode == TERSE_REDUCE_SUMMABLE)
+            if (Plugin::find(name)->desc()->mode == TERSE_REDUCE_SUMMABLE) {
                 benchmark::RegisterBenchmark(("stats/" + d.name + "/" + spec).c_str(), bench_stats, spec, &d)
                     ->Unit(benchmark::kMillisecond);
+                benchmark::RegisterBenchmark(("combine/" + d.name + "/" + spec).c_str(), bench_combine, spec, &d)
+                    ->Unit(benchmark::kMillisecond);
+            }
             benchmark::RegisterBenchmark(("decode_acc/" + d.name + "/" + spec).c_str(), bench_decode, spec, &d)
                 ->Unit(benchmark::kMillisecond);
         }
