@@ -10,7 +10,9 @@
 // The array is processed in engine-sized chunks (--chunk_bytes, default
 // 1 MiB like TERSE_CHUNK_BYTES), one encode / decode call per chunk, as the
 // engine does.  Summable codecs get their own stats() as the agreed
-// statistics (the single-rank view); stats() is timed separately.  A chunk a
+// statistics (the single-rank view); stats() is timed separately, and so is
+// combine() (each chunk's payload added to itself, as a ring's first
+// reduce-scatter hop adds two single-rank payloads).  A chunk a
 // codec returns raw counts at its raw size in the ratio, and its decode is
 // the plain add the engine would do.
 //

@@ -683,50 +683,54 @@ TEST(QuantizeCorrupt, CombineRejectsMismatches) {
 
 // Every code of a term is checked against its range (contributors *
 // code_max), and a planes payload's padding lanes must be zero, whatever
-// the output width: combine runs one unrolled routine per width.
+// the output width (combine runs one unrolled routine per width) and on
+// every path (two single-rank 8-bit terms have SIMD kernels of their own).
 TEST(QuantizeCorrupt, CombineRejectsCodesOutOfRange) {
-    for (int bits : {8, 4, 2}) {
-        SCOPED_TRACE("bits=" + std::to_string(bits));
-        auto inst = make_inst(params_of(bits, 32), TERSE_DTYPE_FLOAT32, 8);
-        const size_t n = 200;  // 6 full groups and one of 8 codes
-        const auto in = rank_inputs(TERSE_DTYPE_FLOAT32, Shape::Gaussian, n, 1, 5);
-        const size_t cap = 4 * tq::max_encoded_size(*inst, n);
-        std::vector<uint8_t> a(cap), two(cap), o(cap);
-        size_t la = 0, l2 = 0, lo = 0;
-        ASSERT_EQ(tq::encode(*inst, in[0].data(), n, a.data(), cap, &la, nullptr), TERSE_CODEC_OK);
-        a.resize(la);
-        ASSERT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, two.data(), cap, &l2), TERSE_CODEC_OK);
-        two.resize(l2);
-        const size_t codes = tq::kHeaderBytes + tq::block_count(n, 5) * 4;
-        const int w1 = tq::width_for(bits, 1), w2 = tq::width_for(bits, 2);
+    for (Isa isa : isas())
+        for (int bits : {8, 4, 2}) {
+            SCOPED_TRACE(std::string(terse_codec::isa_name(isa)) + " bits=" + std::to_string(bits));
+            auto inst = make_inst(params_of(bits, 32), TERSE_DTYPE_FLOAT32, 8, isa);
+            const size_t n = 200;  // 6 full groups and one of 8 codes
+            const auto in = rank_inputs(TERSE_DTYPE_FLOAT32, Shape::Gaussian, n, 1, 5);
+            const size_t cap = 4 * tq::max_encoded_size(*inst, n);
+            std::vector<uint8_t> a(cap), two(cap), o(cap);
+            size_t la = 0, l2 = 0, lo = 0;
+            ASSERT_EQ(tq::encode(*inst, in[0].data(), n, a.data(), cap, &la, nullptr), TERSE_CODEC_OK);
+            a.resize(la);
+            ASSERT_EQ(tq::combine(*inst, a.data(), la, 1, a.data(), la, 1, n, two.data(), cap, &l2),
+                      TERSE_CODEC_OK);
+            two.resize(l2);
+            const size_t codes = tq::kHeaderBytes + tq::block_count(n, 5) * 4;
+            const int w1 = tq::width_for(bits, 1), w2 = tq::width_for(bits, 2);
 
-        // A single-rank code of all ones is above code_max(bits), in a
-        // full group and in the partial last one.
-        for (size_t code : {size_t(3), n - 2}) {
-            std::vector<uint8_t> bad = a;
-            const size_t bit = code * size_t(w1);
-            for (int k = 0; k < w1; k++) bad[codes + (bit + k) / 8] |= uint8_t(1u << ((bit + k) % 8));
-            EXPECT_EQ(tq::combine(*inst, bad.data(), la, 1, a.data(), la, 1, n, o.data(), cap, &lo),
-                      TERSE_CODEC_ERR_CORRUPT)
-                << "code " << code;
-            EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, bad.data(), la, 1, n, o.data(), cap, &lo),
-                      TERSE_CODEC_ERR_CORRUPT)
-                << "code " << code;
+            // A single-rank code of all ones is above code_max(bits), in a
+            // full group and in the partial last one.
+            for (size_t code : {size_t(3), n - 2}) {
+                std::vector<uint8_t> bad = a;
+                const size_t bit = code * size_t(w1);
+                for (int k = 0; k < w1; k++) bad[codes + (bit + k) / 8] |= uint8_t(1u << ((bit + k) % 8));
+                EXPECT_EQ(tq::combine(*inst, bad.data(), la, 1, a.data(), la, 1, n, o.data(), cap, &lo),
+                          TERSE_CODEC_ERR_CORRUPT)
+                    << "code " << code;
+                EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, bad.data(), la, 1, n, o.data(), cap, &lo),
+                          TERSE_CODEC_ERR_CORRUPT)
+                    << "code " << code;
+            }
+            // Planes of two contributors: lane 5 of group 1 set in every plane
+            // is 2^w2 - 1, above 2 * code_max; a padding lane of the last group
+            // set in one plane is a code where none may be.
+            std::vector<uint8_t> high = two, pad = two;
+            for (int j = 0; j < w2; j++) high[codes + 4 * size_t(w2) * 1 + 4 * size_t(j)] |= 1u << 5;
+            pad[codes + 4 * size_t(w2) * 6 + 3] |= 0x80;  // lane 31 of plane 0
+            for (const auto *bad : {&high, &pad}) {
+                EXPECT_EQ(tq::combine(*inst, bad->data(), l2, 2, two.data(), l2, 2, n, o.data(), cap, &lo),
+                          TERSE_CODEC_ERR_CORRUPT);
+                EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, bad->data(), l2, 2, n, o.data(), cap, &lo),
+                          TERSE_CODEC_ERR_CORRUPT);
+            }
+            EXPECT_EQ(tq::combine(*inst, two.data(), l2, 2, a.data(), la, 1, n, o.data(), cap, &lo),
+                      TERSE_CODEC_OK);
         }
-        // Planes of two contributors: lane 5 of group 1 set in every plane
-        // is 2^w2 - 1, above 2 * code_max; a padding lane of the last group
-        // set in one plane is a code where none may be.
-        std::vector<uint8_t> high = two, pad = two;
-        for (int j = 0; j < w2; j++) high[codes + 4 * size_t(w2) * 1 + 4 * size_t(j)] |= 1u << 5;
-        pad[codes + 4 * size_t(w2) * 6 + 3] |= 0x80;  // lane 31 of plane 0
-        for (const auto *bad : {&high, &pad}) {
-            EXPECT_EQ(tq::combine(*inst, bad->data(), l2, 2, two.data(), l2, 2, n, o.data(), cap, &lo),
-                      TERSE_CODEC_ERR_CORRUPT);
-            EXPECT_EQ(tq::combine(*inst, a.data(), la, 1, bad->data(), l2, 2, n, o.data(), cap, &lo),
-                      TERSE_CODEC_ERR_CORRUPT);
-        }
-        EXPECT_EQ(tq::combine(*inst, two.data(), l2, 2, a.data(), la, 1, n, o.data(), cap, &lo), TERSE_CODEC_OK);
-    }
 }
 
 TEST(QuantizeCorrupt, RandomDamageNeverCrashes) {

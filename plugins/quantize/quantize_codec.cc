@@ -148,7 +148,13 @@ bool combine_codes(const Instance &in, const uint8_t *ca, const Header &ha, cons
     const CombineBatchFn batch = kCombineBatch[static_cast<size_t>(wo)];
     const size_t groups = (count + 31) / 32;
     uint32_t bad = 0;
-    for (size_t g0 = 0; g0 < groups; g0 += kBatch) {
+    size_t first = 0;  // the groups before it are done
+    if (in.k->add_bytes_to_planes && !planes_layout(ha.contributors) && !planes_layout(hb.contributors) &&
+        ha.bits == 8 && hb.bits == 8 && wo == 9) {
+        first = count / 32;  // the full groups; a partial last one takes the path below
+        bad |= in.k->add_bytes_to_planes(ca, cb, amax, first, co);
+    }
+    for (size_t g0 = first; g0 < groups; g0 += kBatch) {
         const size_t n = groups - g0 < kBatch ? groups - g0 : kBatch;
         group_planes(in, ca, ha, count, g0, n, bufa);
         group_planes(in, cb, hb, count, g0, n, bufb);

@@ -212,6 +212,31 @@ TQ_INLINE __m256i expand_bits(uint32_t p) {
 }
 
 struct Avx2Body {
+    // One group a step: the sums' low 8 bits are a byte add, their ninth the
+    // add's carry, the top bit of (x & y) | ((x | y) & ~sum).
+    TQ_TARGET static uint32_t add_bytes_to_planes(const uint8_t *a, const uint8_t *b, uint32_t cmax,
+                                                  size_t groups, uint8_t *out) {
+        const __m256i vmax = _mm256_set1_epi8(static_cast<char>(cmax));
+        __m256i over = _mm256_setzero_si256();
+        for (size_t g = 0; g < groups; g++) {
+            const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + 32 * g));
+            const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + 32 * g));
+            // x > vmax exactly where max(x, vmax) differs from vmax
+            over = _mm256_or_si256(over, _mm256_xor_si256(_mm256_max_epu8(x, vmax), vmax));
+            over = _mm256_or_si256(over, _mm256_xor_si256(_mm256_max_epu8(y, vmax), vmax));
+            const __m256i sum = _mm256_add_epi8(x, y);
+            const __m256i carry = _mm256_or_si256(_mm256_and_si256(x, y),
+                                                  _mm256_andnot_si256(sum, _mm256_or_si256(x, y)));
+            uint8_t *o = out + 36 * g;
+            for (int j = 0; j < 8; j++)
+                terse_codec::put_u32(
+                    o + 4 * j,
+                    static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_sll_epi16(sum, _mm_cvtsi32_si128(7 - j)))));
+            terse_codec::put_u32(o + 32, static_cast<uint32_t>(_mm256_movemask_epi8(carry)));
+        }
+        return _mm256_testz_si256(over, over) ? 0u : 1u;
+    }
+
     TQ_TARGET static void to_planes(const uint8_t *codes, int bits, size_t groups, uint32_t *out) {
         switch (bits) {
         case 1:

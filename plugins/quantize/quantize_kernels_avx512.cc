@@ -189,7 +189,50 @@ TQ_TARGET void to_planes_w(const uint8_t *codes, size_t groups, uint32_t *out) {
     }
 }
 
+// Planes 0-7 of 64 bytes (two groups): plane j of group 0 in the low half
+// of word j's mask, of group 1 in the high half.
+TQ_INLINE void store_sum_planes(__m512i s, uint64_t carry, uint8_t *g0, uint8_t *g1) {
+    uint64_t m[9];
+    m[7] = _mm512_movepi8_mask(s);
+    m[6] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 1));
+    m[5] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 2));
+    m[4] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 3));
+    m[3] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 4));
+    m[2] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 5));
+    m[1] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 6));
+    m[0] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 7));
+    m[8] = carry;
+    for (int j = 0; j < 9; j++) {
+        terse_codec::put_u32(g0 + 4 * j, static_cast<uint32_t>(m[j]));
+        if (g1) terse_codec::put_u32(g1 + 4 * j, static_cast<uint32_t>(m[j] >> 32));
+    }
+}
+
 struct Avx512Body {
+    // Two groups a step: the sums' low 8 bits are a byte add, their ninth
+    // the add's carry (the sum below either term).
+    TQ_TARGET static uint32_t add_bytes_to_planes(const uint8_t *a, const uint8_t *b, uint32_t cmax,
+                                                  size_t groups, uint8_t *out) {
+        const __m512i vmax = _mm512_set1_epi8(static_cast<char>(cmax));
+        __mmask64 bad = 0;
+        size_t g = 0;
+        for (; g + 2 <= groups; g += 2) {
+            const __m512i x = _mm512_loadu_si512(a + 32 * g), y = _mm512_loadu_si512(b + 32 * g);
+            bad |= _mm512_cmpgt_epu8_mask(x, vmax) | _mm512_cmpgt_epu8_mask(y, vmax);
+            const __m512i sum = _mm512_add_epi8(x, y);
+            store_sum_planes(sum, _mm512_cmplt_epu8_mask(sum, x), out + 36 * g, out + 36 * (g + 1));
+        }
+        if (g < groups) {  // the last full group alone: its 32 bytes, the rest zero
+            const __mmask64 lo = 0xffffffffull;
+            const __m512i x = _mm512_maskz_loadu_epi8(lo, a + 32 * g),
+                          y = _mm512_maskz_loadu_epi8(lo, b + 32 * g);
+            bad |= _mm512_cmpgt_epu8_mask(x, vmax) | _mm512_cmpgt_epu8_mask(y, vmax);
+            const __m512i sum = _mm512_add_epi8(x, y);
+            store_sum_planes(sum, _mm512_cmplt_epu8_mask(sum, x), out + 36 * g, nullptr);
+        }
+        return bad != 0;
+    }
+
     TQ_TARGET static void to_planes(const uint8_t *codes, int bits, size_t groups, uint32_t *out) {
         switch (bits) {
         case 1:  // one plane: the packed bits themselves
