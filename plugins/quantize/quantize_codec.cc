@@ -86,7 +86,7 @@ void group_planes(const Instance &in, const uint8_t *codes, const Header &h, siz
 // One batch of n groups' range checks and sums, with the output width a
 // compile-time constant: the plane loops unroll and a group's planes stay
 // in registers.  The runtime-width loops of bitplanes.h ran the combine at
-// about a fifth of encode's speed (perf/README.md, "The summable hop").
+// a fifth to a third of encode's speed (perf/README.md, "The summable hop").
 // Needs wa, wb <= WO (a sum is never narrower than its terms); the planes
 // above a term's width are zero, which changes neither its range check
 // (amax < 2^wa) nor the sum.
