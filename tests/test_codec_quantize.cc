@@ -684,7 +684,7 @@ TEST(QuantizeCorrupt, CombineRejectsMismatches) {
 // Every code of a term is checked against its range (contributors *
 // code_max), and a planes payload's padding lanes must be zero, whatever
 // the output width (combine runs one unrolled routine per width) and on
-// every path (two single-rank 8-bit terms have SIMD kernels of their own).
+// every path (two single-rank 8- or 4-bit terms have SIMD kernels of their own).
 TEST(QuantizeCorrupt, CombineRejectsCodesOutOfRange) {
     for (Isa isa : isas())
         for (int bits : {8, 4, 2}) {

@@ -149,10 +149,15 @@ bool combine_codes(const Instance &in, const uint8_t *ca, const Header &ha, cons
     const size_t groups = (count + 31) / 32;
     uint32_t bad = 0;
     size_t first = 0;  // the groups before it are done
-    if (in.k->add_bytes_to_planes && !planes_layout(ha.contributors) && !planes_layout(hb.contributors) &&
-        ha.bits == 8 && hb.bits == 8 && wo == 9) {
-        first = count / 32;  // the full groups; a partial last one takes the path below
-        bad |= in.k->add_bytes_to_planes(ca, cb, amax, first, co);
+    if (!planes_layout(ha.contributors) && !planes_layout(hb.contributors) && ha.bits == hb.bits &&
+        wo == ha.bits + 1) {
+        const AddCodesFn add = ha.bits == 8   ? in.k->add_bytes_to_planes
+                               : ha.bits == 4 ? in.k->add_nibbles_to_planes
+                                              : nullptr;
+        if (add) {
+            first = count / 32;  // the full groups; a partial last one takes the path below
+            bad |= add(ca, cb, amax, first, co);
+        }
     }
     for (size_t g0 = first; g0 < groups; g0 += kBatch) {
         const size_t n = groups - g0 < kBatch ? groups - g0 : kBatch;

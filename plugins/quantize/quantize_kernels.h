@@ -57,20 +57,22 @@ using DecodeFn = bool (*)(const DecodeJob &, bool accumulate);
 // (1, 2, 4, 8, 16): out gets groups * bits words, and may be written up to
 // 16 words past that.
 using ToPlanesFn = void (*)(const uint8_t *codes, int bits, size_t groups, uint32_t *out);
-// The sum of two single-rank payloads' 8-bit codes, `groups` full groups,
-// as planes of width 9 (groups * 9 little-endian words at out); non-zero
-// when a code of either exceeds cmax.  The first combine of a ring's
-// reduce-scatter, and every one of a 2-rank ring, is this case.  nullptr
-// where a body has none: combine then makes planes of each term and adds
-// them (the reference the SIMD bodies are tested against).
-using AddBytesFn = uint32_t (*)(const uint8_t *a, const uint8_t *b, uint32_t cmax, size_t groups, uint8_t *out);
+// The sum of two single-rank payloads' codes, `groups` full groups, as
+// planes one wider than the codes (8-bit codes: 9 planes; 4-bit: 5), at
+// out as little-endian words; non-zero when a code of either exceeds cmax.
+// The first combine of a ring's reduce-scatter, and every one of a 2-rank
+// ring, is this case.  nullptr where a body has none: combine then makes
+// planes of each term and adds them (the reference the SIMD bodies are
+// tested against).
+using AddCodesFn = uint32_t (*)(const uint8_t *a, const uint8_t *b, uint32_t cmax, size_t groups, uint8_t *out);
 
 struct Kernels {
     StatsFn stats[4];          // by terse_codec::dtype_index
     EncodeFn encode[4][5][2];  // dtype, bits_index, rounding
     DecodeFn decode[4];        // dtype
     ToPlanesFn to_planes;
-    AddBytesFn add_bytes_to_planes;
+    AddCodesFn add_bytes_to_planes;    // 8-bit codes
+    AddCodesFn add_nibbles_to_planes;  // 4-bit codes
 };
 
 const Kernels &kernels_scalar();
@@ -327,6 +329,8 @@ Kernels make_kernels() {
     k.decode[3] = &decode_chunk<Body, BF16>;
     k.to_planes = &Body::to_planes;
     if constexpr (requires { &Body::add_bytes_to_planes; }) k.add_bytes_to_planes = &Body::add_bytes_to_planes;
+    if constexpr (requires { &Body::add_nibbles_to_planes; })
+        k.add_nibbles_to_planes = &Body::add_nibbles_to_planes;
 #define TQ_ENC(D, T, BI, BITS)                                          \
     k.encode[D][BI][kNearest] = &encode_chunk<Body, T, BITS, kNearest>; \
     k.encode[D][BI][kStochastic] = &encode_chunk<Body, T, BITS, kStochastic>;

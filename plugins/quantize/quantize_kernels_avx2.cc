@@ -211,6 +211,16 @@ TQ_INLINE __m256i expand_bits(uint32_t p) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, idx), sel), sel);
 }
 
+// Planes 0..W-1 of one group's 32 byte-sized codes (each < 2^W) to its
+// words at out.
+template <int W>
+TQ_INLINE void store_byte_planes(__m256i s, uint8_t *out) {
+    for (int j = 0; j < W; j++)
+        terse_codec::put_u32(
+            out + 4 * j,
+            static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_sll_epi16(s, _mm_cvtsi32_si128(7 - j)))));
+}
+
 struct Avx2Body {
     // One group a step: the sums' low 8 bits are a byte add, their ninth the
     // add's carry, the top bit of (x & y) | ((x | y) & ~sum).
@@ -228,11 +238,38 @@ struct Avx2Body {
             const __m256i carry = _mm256_or_si256(_mm256_and_si256(x, y),
                                                   _mm256_andnot_si256(sum, _mm256_or_si256(x, y)));
             uint8_t *o = out + 36 * g;
-            for (int j = 0; j < 8; j++)
-                terse_codec::put_u32(
-                    o + 4 * j,
-                    static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_sll_epi16(sum, _mm_cvtsi32_si128(7 - j)))));
+            store_byte_planes<8>(sum, o);
             terse_codec::put_u32(o + 32, static_cast<uint32_t>(_mm256_movemask_epi8(carry)));
+        }
+        return _mm256_testz_si256(over, over) ? 0u : 1u;
+    }
+
+    // Two groups (32 bytes) a step.  Each byte holds two codes, the even one
+    // low; the nibbles' sums (< 32) are bytes, put back in code order per
+    // group: unpacking interleaves even and odd within each 128-bit lane (a
+    // group), and a permute puts each group's two halves side by side.
+    TQ_TARGET static uint32_t add_nibbles_to_planes(const uint8_t *a, const uint8_t *b, uint32_t cmax,
+                                                    size_t groups, uint8_t *out) {
+        const __m256i vmax = _mm256_set1_epi8(static_cast<char>(cmax)), low = _mm256_set1_epi8(0x0f);
+        __m256i over = _mm256_setzero_si256();
+        for (size_t g = 0; g < groups; g += 2) {
+            __m256i x, y;
+            if (groups - g >= 2) {
+                x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + 16 * g));
+                y = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + 16 * g));
+            } else {  // the last group alone: the upper lane is zero codes
+                x = _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(a + 16 * g)));
+                y = _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + 16 * g)));
+            }
+            const __m256i xl = _mm256_and_si256(x, low), xh = _mm256_and_si256(_mm256_srli_epi16(x, 4), low);
+            const __m256i yl = _mm256_and_si256(y, low), yh = _mm256_and_si256(_mm256_srli_epi16(y, 4), low);
+            for (__m256i v : {xl, xh, yl, yh})
+                over = _mm256_or_si256(over, _mm256_xor_si256(_mm256_max_epu8(v, vmax), vmax));
+            const __m256i sl = _mm256_add_epi8(xl, yl), sh = _mm256_add_epi8(xh, yh);
+            const __m256i u0 = _mm256_unpacklo_epi8(sl, sh), u1 = _mm256_unpackhi_epi8(sl, sh);
+            store_byte_planes<5>(_mm256_permute2x128_si256(u0, u1, 0x20), out + 20 * g);
+            if (groups - g >= 2)
+                store_byte_planes<5>(_mm256_permute2x128_si256(u0, u1, 0x31), out + 20 * (g + 1));
         }
         return _mm256_testz_si256(over, over) ? 0u : 1u;
     }

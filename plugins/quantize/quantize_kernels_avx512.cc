@@ -189,23 +189,24 @@ TQ_TARGET void to_planes_w(const uint8_t *codes, size_t groups, uint32_t *out) {
     }
 }
 
-// Planes 0-7 of 64 bytes (two groups): plane j of group 0 in the low half
-// of word j's mask, of group 1 in the high half.
-TQ_INLINE void store_sum_planes(__m512i s, uint64_t carry, uint8_t *g0, uint8_t *g1) {
-    uint64_t m[9];
-    m[7] = _mm512_movepi8_mask(s);
-    m[6] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 1));
-    m[5] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 2));
-    m[4] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 3));
-    m[3] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 4));
-    m[2] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 5));
-    m[1] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 6));
-    m[0] = _mm512_movepi8_mask(_mm512_slli_epi16(s, 7));
-    m[8] = carry;
-    for (int j = 0; j < 9; j++) {
-        terse_codec::put_u32(g0 + 4 * j, static_cast<uint32_t>(m[j]));
-        if (g1) terse_codec::put_u32(g1 + 4 * j, static_cast<uint32_t>(m[j] >> 32));
+// Planes 0..W-1 of 64 byte-sized codes (two groups, each code < 2^W) to
+// the groups' words at g0 and g1 (g1 may be null): plane j of the group at
+// g0 in the low half of its mask, of the one at g1 in the high half.
+template <int W>
+TQ_INLINE void store_byte_planes2(__m512i s, uint8_t *g0, uint8_t *g1) {
+    for (int j = 0; j < W; j++) {
+        const uint64_t m = _mm512_movepi8_mask(_mm512_sll_epi16(s, _mm_cvtsi32_si128(7 - j)));
+        terse_codec::put_u32(g0 + 4 * j, static_cast<uint32_t>(m));
+        if (g1) terse_codec::put_u32(g1 + 4 * j, static_cast<uint32_t>(m >> 32));
     }
+}
+
+// The 9 planes of two groups' sums of bytes: the low 8 of the byte sums,
+// the ninth the add's carry.
+TQ_INLINE void store_sum_planes(__m512i sum, uint64_t carry, uint8_t *g0, uint8_t *g1) {
+    store_byte_planes2<8>(sum, g0, g1);
+    terse_codec::put_u32(g0 + 32, static_cast<uint32_t>(carry));
+    if (g1) terse_codec::put_u32(g1 + 32, static_cast<uint32_t>(carry >> 32));
 }
 
 struct Avx512Body {
@@ -229,6 +230,35 @@ struct Avx512Body {
             bad |= _mm512_cmpgt_epu8_mask(x, vmax) | _mm512_cmpgt_epu8_mask(y, vmax);
             const __m512i sum = _mm512_add_epi8(x, y);
             store_sum_planes(sum, _mm512_cmplt_epu8_mask(sum, x), out + 36 * g, nullptr);
+        }
+        return bad != 0;
+    }
+
+    // Four groups (64 bytes) a step.  Each byte holds two codes, the even
+    // one low; the nibbles' sums (< 32) are bytes, put back in code order
+    // per group: unpacking interleaves even and odd within each 128-bit lane
+    // (a group), and a permute puts each group's two halves side by side.
+    TQ_TARGET static uint32_t add_nibbles_to_planes(const uint8_t *a, const uint8_t *b, uint32_t cmax,
+                                                    size_t groups, uint8_t *out) {
+        const __m512i vmax = _mm512_set1_epi8(static_cast<char>(cmax)), low = _mm512_set1_epi8(0x0f);
+        const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+        const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        __mmask64 bad = 0;
+        for (size_t g = 0; g < groups; g += 4) {
+            const size_t n = groups - g < 4 ? groups - g : 4;
+            const __mmask64 k = n == 4 ? ~0ull : (1ull << (16 * n)) - 1;  // bytes beyond are zero codes
+            const __m512i x = _mm512_maskz_loadu_epi8(k, a + 16 * g), y = _mm512_maskz_loadu_epi8(k, b + 16 * g);
+            const __m512i xl = _mm512_and_si512(x, low), xh = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+            const __m512i yl = _mm512_and_si512(y, low), yh = _mm512_and_si512(_mm512_srli_epi16(y, 4), low);
+            bad |= _mm512_cmpgt_epu8_mask(xl, vmax) | _mm512_cmpgt_epu8_mask(xh, vmax) |
+                   _mm512_cmpgt_epu8_mask(yl, vmax) | _mm512_cmpgt_epu8_mask(yh, vmax);
+            const __m512i sl = _mm512_add_epi8(xl, yl), sh = _mm512_add_epi8(xh, yh);
+            const __m512i u0 = _mm512_unpacklo_epi8(sl, sh), u1 = _mm512_unpackhi_epi8(sl, sh);
+            uint8_t *o = out + 20 * g;
+            store_byte_planes2<5>(_mm512_permutex2var_epi64(u0, first, u1), o, n > 1 ? o + 20 : nullptr);
+            if (n > 2)
+                store_byte_planes2<5>(_mm512_permutex2var_epi64(u0, second, u1), o + 40,
+                                      n > 3 ? o + 60 : nullptr);
         }
         return bad != 0;
     }
