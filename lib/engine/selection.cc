@@ -747,11 +747,13 @@ void Selector::observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, doubl
 
 bool Selector::probe_runs_first_calls(CollKind kind, size_t bytes, uint32_t eligible) const {
     const Class *c = find_class(kind, bytes, eligible);
-    return c && c->mpi_runs <= kMpiFirstCalls && !mpi_warm_at_setup(*c);
+    return c && among_first_calls(*c, c->mpi_runs);  // choose() counted the probe's call
 }
 
-bool Selector::first_calls_next(const Class &c) const {
-    return c.mpi_runs < kMpiFirstCalls && !mpi_warm_at_setup(c);
+bool Selector::first_calls_next(const Class &c) const { return among_first_calls(c, c.mpi_runs + 1); }
+
+bool Selector::among_first_calls(const Class &c, uint64_t nth) const {
+    return nth <= kMpiFirstCalls && !mpi_warm_at_setup(c);
 }
 
 double Selector::first_call_cost() const {

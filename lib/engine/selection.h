@@ -303,8 +303,10 @@ private:
     // Whether the set-up ran the MPI library at a size of class c: its
     // first calls there are behind it (observe_mpi()'s first_calls).
     bool mpi_warm_at_setup(const Class &c) const;
-    // Whether the next call of class c to run the MPI library is one of
-    // its first kMpiFirstCalls there.
+    // Whether the nth call (from 1) of class c to run the MPI library is
+    // one of its first kMpiFirstCalls there, at a size the set-up did not
+    // run it at; first_calls_next(): its next such call.
+    bool among_first_calls(const Class &c, uint64_t nth) const;
     bool first_calls_next(const Class &c) const;
     // Calls of the MPI library a probe on its first call at a size costs:
     // CostInputs::pmpi_first within [1, kFirstCallCostMax].

@@ -172,13 +172,15 @@ TQ_TARGET bool decode_run(const uint8_t *in, size_t groups, uint32_t mul, uint32
     return hmax_epu32(hi) <= smax;
 }
 
+// Plane j (< 8) of 32 byte-sized codes: bit i is bit j of byte i.
+TQ_INLINE uint32_t byte_plane(__m256i b, int j) {
+    return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_sll_epi16(b, _mm_cvtsi32_si128(7 - j))));
+}
+
 // Planes of 32 byte-sized codes: 8 words at out.
 TQ_INLINE void byte_planes8(const __m256i *c, uint32_t *out) {
     const __m256i b = codes_to_bytes(c);
-    for (int j = 0; j < 8; j++) {
-        const __m256i sh = _mm256_sll_epi16(b, _mm_cvtsi32_si128(7 - j));
-        out[j] = static_cast<uint32_t>(_mm256_movemask_epi8(sh));
-    }
+    for (int j = 0; j < 8; j++) out[j] = byte_plane(b, j);
 }
 
 template <int W>
@@ -215,10 +217,7 @@ TQ_INLINE __m256i expand_bits(uint32_t p) {
 // words at out.
 template <int W>
 TQ_INLINE void store_byte_planes(__m256i s, uint8_t *out) {
-    for (int j = 0; j < W; j++)
-        terse_codec::put_u32(
-            out + 4 * j,
-            static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_sll_epi16(s, _mm_cvtsi32_si128(7 - j)))));
+    for (int j = 0; j < W; j++) terse_codec::put_u32(out + 4 * j, byte_plane(s, j));
 }
 
 struct Avx2Body {
