@@ -357,7 +357,9 @@ TEST(Selection, NoFlappingBetweenCloseEngineOptions) {
 
 // A selector whose MPI library is predicted `gap` times the lossless
 // ring's time at `bytes` (the MPI curve scaled; the engine's model kept).
-Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1) {
+// drained: the set-up's drained times (Selector::first_touch_seconds)
+// are its times, not absent.
+Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1, bool drained = false) {
     CostInputs in = slow_link(2);
     in.pmpi_first = pmpi_first;
     Selector probe(in, {identity()});
@@ -366,6 +368,7 @@ Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1) {
         ring, probe.predict(Option{true, 0, Schedule::RecursiveDoubling}, CollKind::Allreduce, bytes, kAll));
     const double mpi = probe.predict(Option{}, CollKind::Allreduce, bytes, kAll);
     for (int i = 0; i < in.pmpi.points; ++i) in.pmpi.seconds[i] *= gap * engine / mpi;
+    if (drained) in.pmpi_drained = in.pmpi;
     return Selector(in, {identity()});
 }
 
@@ -1218,4 +1221,53 @@ TEST(Selection, ExplorationTriesWhatTheClassHasNotMeasuredFirst) {
     EXPECT_EQ(explored[2], rd);
     EXPECT_EQ(explored[3], rd);
     EXPECT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
+}
+
+TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
+    // The engine is predicted 1.2 times the MPI library's set-up estimate
+    // u, and the class starts on the MPI library; its probes then read the
+    // MPI library at m.  At m = 1.4 u the engine pays the margin by too
+    // little to bet on an estimate the class has never checked: it moves
+    // only once the gain on the calls so far, (m - e) n, covers kTryCalls
+    // calls at kConfirmAbove times the estimate, kTryCalls (2e - m).  At
+    // m = 3 u (the engine predicted 2.5 times faster) it moves at once,
+    // unless the set-up found first calls costly (first = 16): then the
+    // warm-up's first touches wait too: (first - 1) times the set-up's
+    // largest call, per byte, at most (first - 1) e.
+    const size_t bytes = 4 << 20;
+    struct Case {
+        double m, first;
+    };
+    for (const Case k : {Case{1.4, 1}, Case{3.0, 1}, Case{3.0, 16}}) {
+        Selector s = with_mpi_gap(1.0 / 1.2, bytes, k.first, true);
+        const Option mpi{};
+        const double u = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
+        int pays_from = 0, moved_at = 0;
+        double gain = 0, loss = 0;
+        for (int call = 1; call <= 400 && !moved_at; ++call) {
+            double e = INFINITY;
+            for (const Option &o : s.engine_options(CollKind::Allreduce, kAll))
+                e = std::min(e, s.predict(o, CollKind::Allreduce, bytes, kAll));
+            const double t = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
+            if (!pays_from && e < (1.0 - Selector::kSwitchMargin) * t) {
+                pays_from = call;
+                gain = t - e;
+                const double per_byte = (k.first - 1) * s.inputs().pmpi.seconds[2] / s.inputs().pmpi.bytes[2];
+                loss = std::min(per_byte * double(bytes), (k.first - 1) * e) +
+                       Selector::kTryCalls * std::max(0.0, Selector::kConfirmAbove * e - t);
+            }
+            bool probe = false;
+            const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+            if (o.engine) moved_at = call;
+            if (probe) s.observe_mpi(CollKind::Allreduce, bytes, kAll, k.m * u);
+        }
+        ASSERT_GT(pays_from, 0) << k.m;
+        ASSERT_GT(moved_at, 0) << k.m << s.summary("");
+        if (loss == 0) {
+            EXPECT_EQ(moved_at, pays_from);
+        } else {
+            EXPECT_GT(moved_at, pays_from) << k.m << " " << k.first;
+            EXPECT_EQ(moved_at, int(std::ceil(loss / gain))) << pays_from;
+        }
+    }
 }

@@ -342,8 +342,13 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     // (the rules below leave a choice they made where it is), so only the
     // probe schedule moves.  The full evaluation costs about a microsecond
     // (every option's model, twice), which a 64 KiB call on shared memory
-    // (17 us) shows as 5%.
-    if (c.decided && c.seen_generation == generation_ && c.seen_bytes == bytes) return finish(false, 1);
+    // (17 us) shows as 5%.  A move deferred to a later call
+    // (calls_before_trying()) is evaluated again once that call comes.
+    if (c.decided && c.seen_generation == generation_ && c.seen_bytes == bytes &&
+        !(c.try_from && c.calls >= c.try_from))
+        return finish(false, 1);
+    const uint64_t deferred_to = c.try_from;
+    c.try_from = 0;
     c.seen_generation = generation_;
     c.seen_bytes = bytes;
     auto allowed = [&](const Option &o) { return allows(o, kind, eligible); };
@@ -373,6 +378,18 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
         if (!engine_pays) best = 0;
     } else if (!c.choice.engine) {
         move = engine_pays;
+        if (move) {
+            const uint64_t from = calls_before_trying(c, best, best_t, mpi_t, bytes);
+            if (c.calls < from) {
+                move = false;
+                c.try_from = from;
+                if (why && from != deferred_to)
+                    *why = option_name(c.choice) + " kept: " + option_name(all_[best]) + " predicted " +
+                           time_text(best_t) + " against " + time_text(mpi_t) +
+                           ", not tried in this class, is from call " + std::to_string(from) +
+                           " should that hold";
+            }
+        }
     } else {
         const double current_t = predict_in(&c, c.choice, kind, bytes);
         if (mpi_t <= current_t) {  // to the MPI library, or to an engine option that pays
@@ -803,6 +820,44 @@ bool Selector::moves_off_engine(const Class &c, int i, size_t bytes, double seco
 // estimate) until its next probe, 20 calls later.  So such a probe waits
 // for a second one, as a much slower one does, and the faster counts: a
 // class on the MPI library leaves it on no single probe.
+// A class on the MPI library that moves to an engine option it has not
+// run bets on the model, and pays the option's first touches.  Seen on 2
+// ranks over shared memory at 16 MiB with quantize:bits=8: the lossless
+// ring, extrapolated from the calibration's sizes (whose buffers fit in
+// the cache), was predicted at 3.6 ms against the MPI library's 4.3; its
+// warm-up took 43 ms, its two measured calls (the held pair) 10.5-11, and
+// the MPI library's first call back 45 (its buffers had been given back
+// meanwhile): in 2 runs of 3 a 22-call loop took 9 ms a call against
+// 4.3.  So such a move is taken once the gain it promises, on as many
+// calls as the class has had (a class called n times is likely to be
+// called about as many more), covers what a try that loses would cost:
+// the warm-up's first touches (first_touch_seconds()) where the class has
+// run no engine option, and kTryCalls calls at kConfirmAbove times the
+// estimate where the class has no time of its own for the option.  As in
+// ski rental, a bet that loses then costs about the gain given up before
+// it.  A class that has measured the option, and has run the engine,
+// moves at once, as does one whose option is predicted at half the MPI
+// library's time or less and whose first touches cost little.
+uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, double mpi_t, size_t bytes) const {
+    const double gain = mpi_t - option_t;
+    if (!(gain > 0)) return 0;
+    double loss = 0;
+    if (!c.engine_ran) loss += std::min(first_touch_seconds(double(bytes)), (first_call_cost() - 1) * option_t);
+    if (c.measured[size_t(i)].seconds < 0) loss += kTryCalls * std::max(0.0, kConfirmAbove * option_t - mpi_t);
+    if (!(loss > 0)) return 0;
+    return uint64_t(std::min(std::ceil(loss / gain), 1e15));
+}
+
+// The set-up's largest MPI_Allreduce took first_call_cost() times its
+// later calls on its first: the excess, per byte, is what touching fresh
+// memory costs a call (14.5 us a page on this project's VM host).
+double Selector::first_touch_seconds(double bytes) const {
+    const PmpiCurve &p = in_.pmpi_drained;
+    if (p.empty() || !(p.bytes[size_t(p.points - 1)] > 0)) return 0;
+    const double largest = p.bytes[size_t(p.points - 1)];
+    return (first_call_cost() - 1) * p.seconds[size_t(p.points - 1)] * bytes / largest;
+}
+
 bool Selector::moves_off_mpi(const Class &c, size_t bytes, double mpi_seconds) const {
     if (!c.decided || c.choice.engine || c.pinned) return false;
     for (size_t i = 1; i < all_.size(); ++i)

@@ -132,7 +132,8 @@ public:
     static constexpr uint64_t kExploreAfter = 128;   // no class explores before this many calls
     static constexpr double kExploreWithin = 3.0;    // nor an option predicted this much slower than its choice
     static constexpr uint64_t kExploreBackoff = 64;  // each exploration doubles the next one's gap, up to this
-    static constexpr int kRecent = 8;  // the choice's last calls whose trimmed mean bounds its estimate
+    static constexpr int kRecent = 8;       // the choice's last calls whose trimmed mean bounds its estimate
+    static constexpr double kTryCalls = 3;  // calls a try of an option runs before a slow one is left
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -253,6 +254,7 @@ private:
         bool early_engine = false;       // whether the class started on the engine
         bool engine_ran = false;         // choose() has given it the engine
         bool warm_up = false;            // its first engine call, not measured (record())
+        uint64_t try_from = 0;           // a move off the MPI library deferred to this call (0: none)
         double local_seconds = 0;        // sum over calls, this rank's clock
         std::vector<Measured> measured;  // per option index: agreed moving estimate
         double held_mpi = -1;            // seconds of an MPI probe awaiting its second (observe_mpi), < 0 none
@@ -311,6 +313,13 @@ private:
     // Calls of the MPI library a probe on its first call at a size costs:
     // CostInputs::pmpi_first within [1, kFirstCallCostMax].
     double first_call_cost() const;
+    // The call from which class c, on the MPI library, may move to engine
+    // option i predicted at option_t against the MPI library's mpi_t, for
+    // calls of `bytes` (0: at once).
+    uint64_t calls_before_trying(const Class &c, int i, double option_t, double mpi_t, size_t bytes) const;
+    // What a call's first touches of `bytes` of fresh memory cost, from
+    // the set-up's first call of the MPI library at its largest size.
+    double first_touch_seconds(double bytes) const;
     // Whether class c, on engine option i, would leave it were a call of
     // it to take `seconds` (record()).
     bool moves_off_engine(const Class &c, int i, size_t bytes, double seconds) const;
