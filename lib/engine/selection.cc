@@ -597,6 +597,7 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
                       bool calibrating) {
     const int i = option_index(o);
     if (i <= 0 || !(ob.seconds > 0)) return;
+    engine_largest_ = std::max(engine_largest_, bytes);
     // A class's first engine call pays for first touches: the engine's
     // own (a new residual and input copy with error feedback; measured:
     // 4 MiB on 4 ranks at 25 Gbit/s, 15.5 ms against 8 ms after with the
@@ -831,18 +832,22 @@ bool Selector::moves_off_engine(const Class &c, int i, size_t bytes, double seco
 // 4.3.  So such a move is taken once the gain it promises, on as many
 // calls as the class has had (a class called n times is likely to be
 // called about as many more), covers what a try that loses would cost:
-// the warm-up's first touches (first_touch_seconds()) where the class has
-// run no engine option, and kTryCalls calls at kConfirmAbove times the
-// estimate where the class has no time of its own for the option.  As in
-// ski rental, a bet that loses then costs about the gain given up before
-// it.  A class that has measured the option, and has run the engine,
-// moves at once, as does one whose option is predicted at half the MPI
-// library's time or less and whose first touches cost little.
+//  - the warm-up's first touches (first_touch_seconds()), where the class
+//    has run no engine option and no engine call on the communicator was
+//    as large (the engine keeps its buffers, engine/op_memory.h, so at the
+//    calibration's sizes they are behind it);
+//  - kTryCalls calls at kConfirmAbove times the estimate, where the class
+//    has no time of its own for the option.
+// As in ski rental, a bet that loses then costs about the gain given up
+// before it.  Without either term the class moves at once: an option it
+// has measured, or one predicted at half the MPI library's time or less
+// at a size whose first touches are behind the engine.
 uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, double mpi_t, size_t bytes) const {
     const double gain = mpi_t - option_t;
     if (!(gain > 0)) return 0;
     double loss = 0;
-    if (!c.engine_ran) loss += std::min(first_touch_seconds(double(bytes)), (first_call_cost() - 1) * option_t);
+    if (!c.engine_ran && bytes > engine_largest_)
+        loss += std::min(first_touch_seconds(double(bytes)), (first_call_cost() - 1) * option_t);
     if (c.measured[size_t(i)].seconds < 0) loss += kTryCalls * std::max(0.0, kConfirmAbove * option_t - mpi_t);
     if (!(loss > 0)) return 0;
     return uint64_t(std::min(std::ceil(loss / gain), 1e15));
@@ -898,6 +903,7 @@ std::string Selector::summary(const char *indent) const {
         if (c.next_predicted >= 0) out += " next=" + option_name(c.next) + ":" + time_text(c.next_predicted);
         if (c.probes) out += " probed=" + std::to_string(c.probes);
         if (c.explorations) out += " explored=" + std::to_string(c.explorations);
+        if (c.try_from > c.calls) out += " waits=" + std::to_string(c.try_from);
         out += "\n";
     }
     return out;

@@ -345,8 +345,9 @@ private:
     std::vector<double> correction_;  // per option: measured / model, moving (1 until measured;
                                       // the fallback of a kind no class has measured)
     std::vector<Class> classes_;
-    uint64_t generation_ = 0;  // bumped by everything that can change a prediction
-    size_t last_ = 0;          // index of the last class looked up
+    uint64_t generation_ = 0;    // bumped by everything that can change a prediction
+    size_t engine_largest_ = 0;  // bytes of the largest engine call observed, calibration's included
+    size_t last_ = 0;            // index of the last class looked up
 };
 
 }  // namespace terse
