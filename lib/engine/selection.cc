@@ -272,6 +272,17 @@ double Selector::predict_in(const Class *c, const Option &o, CollKind kind, size
         return r > 0 ? std::max(own, r * m) : own;
     }
     const double near = measured_near(i, kind, double(bytes), m);
+    // The MPI library at a size the set-up timed: the lower of that time
+    // and the neighbours' extrapolated.  Seen on 2 ranks over TCP on the
+    // loopback: the 64 and 128 KiB classes' probes read Open MPI at 1.6-1.8
+    // times the set-up's curve, which carried to 256 KiB put it at 289-312
+    // us where the set-up had timed 147-187 and a loop's calls take 178;
+    // the class started on quantize:bits=8, which took 250-330, and ran a
+    // 22-call loop at 0.72 of Open MPI's speed.  An estimate too low costs
+    // the class two calls of the MPI library (its early probe corrects it),
+    // one too high an engine option's warm-up and held pair, and the MPI
+    // library's first touches again on the way back.
+    if (near >= 0 && i == 0 && kind == CollKind::Allreduce && set_up_timed(bytes)) return std::min(near, m);
     if (near >= 0) return near;
     // The calibration does not run the two-level schedule (its first calls
     // pay the MPI library's first touches on the node communicators), and
@@ -779,9 +790,12 @@ double Selector::first_call_cost() const {
 }
 
 bool Selector::mpi_warm_at_setup(const Class &c) const {
-    if (c.kind != CollKind::Allreduce) return false;
+    return c.kind == CollKind::Allreduce && set_up_timed(size_t(1) << c.bucket);
+}
+
+bool Selector::set_up_timed(size_t bytes) const {
     for (int i = 0; i < in_.pmpi.points; ++i)
-        if (bucket_of(size_t(in_.pmpi.bytes[i])) == c.bucket) return true;
+        if (bucket_of(size_t(in_.pmpi.bytes[i])) == bucket_of(bytes)) return true;
     return false;
 }
 

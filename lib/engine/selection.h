@@ -305,6 +305,8 @@ private:
     // Whether the set-up ran the MPI library at a size of class c: its
     // first calls there are behind it (observe_mpi()'s first_calls).
     bool mpi_warm_at_setup(const Class &c) const;
+    // Whether the set-up timed MPI_Allreduce at a size of the class of `bytes`.
+    bool set_up_timed(size_t bytes) const;
     // Whether the nth call (from 1) of class c to run the MPI library is
     // one of its first kMpiFirstCalls there, at a size the set-up did not
     // run it at; first_calls_next(): its next such call.
