@@ -358,9 +358,11 @@ TEST(Selection, NoFlappingBetweenCloseEngineOptions) {
 // A selector whose MPI library is predicted `gap` times the lossless
 // ring's time at `bytes` (the MPI curve scaled; the engine's model kept).
 // drained: the set-up's drained times (Selector::first_touch_seconds)
-// are its times, not absent.
-Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1, bool drained = false) {
+// are its times, not absent; points: the set-up's sizes kept (8 B, 64 KiB,
+// 1 MiB), all by default.
+Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1, bool drained = false, int points = 3) {
     CostInputs in = slow_link(2);
+    in.pmpi.points = std::min(in.pmpi.points, points);
     in.pmpi_first = pmpi_first;
     Selector probe(in, {identity()});
     const double ring = probe.predict(Option{true, 0, Schedule::Ring}, CollKind::Allreduce, bytes, kAll);
@@ -1235,14 +1237,19 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
     // warm-up's first touches wait too: (first - 1) times the set-up's
     // largest call, per byte, at most (first - 1) e.  Not where an engine
     // call as large has run on the communicator (here the calibration's,
-    // at 8 MiB): the engine keeps its buffers.
+    // at 8 MiB): the engine keeps its buffers; nor where the set-up's
+    // largest size (64 KiB) is too small to tell pages from fixed costs.
     const size_t bytes = 4 << 20;
     struct Case {
         double m, first;
-        bool engine_ran_larger;
+        bool engine_ran_larger = false, small_setup = false;
     };
-    for (const Case k : {Case{1.4, 1, false}, Case{3.0, 1, false}, Case{3.0, 16, false}, Case{3.0, 16, true}}) {
-        Selector s = with_mpi_gap(1.0 / 1.2, bytes, k.first, true);
+    for (const Case k :
+         {Case{1.4, 1}, Case{3.0, 1}, Case{3.0, 16}, Case{3.0, 16, true}, Case{3.0, 16, false, true}}) {
+        Selector s = with_mpi_gap(1.0 / 1.2, bytes, k.first, true, k.small_setup ? 2 : 3);
+        const PmpiCurve &setup = s.inputs().pmpi_drained;
+        const size_t last = size_t(setup.points - 1);
+        ASSERT_EQ(setup.bytes[last] >= double(Selector::kFirstTouchFrom), !k.small_setup);
         if (k.engine_ran_larger) {
             const Option ring{true, 0, Schedule::Ring};
             const size_t larger = 2 * bytes;
@@ -1261,8 +1268,8 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
             if (!pays_from && e < (1.0 - Selector::kSwitchMargin) * t) {
                 pays_from = call;
                 gain = t - e;
-                const double per_byte = (k.first - 1) * s.inputs().pmpi.seconds[2] / s.inputs().pmpi.bytes[2];
-                const double touches = k.engine_ran_larger
+                const double per_byte = (k.first - 1) * setup.seconds[last] / setup.bytes[last];
+                const double touches = k.engine_ran_larger || k.small_setup
                                            ? 0
                                            : std::min(per_byte * double(bytes), (k.first - 1) * e);
                 loss = touches + Selector::kTryCalls * std::max(0.0, Selector::kConfirmAbove * e - t);
@@ -1285,4 +1292,26 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
             EXPECT_EQ(moved_at, int(std::ceil(loss / gain))) << pays_from;
         }
     }
+}
+
+TEST(Selection, TheMpiLibraryAtASetUpSizeKeepsTheSetUpsTimeAsACeiling) {
+    // The set-up timed the MPI library at 64 KiB, 256 KiB and 1 MiB; the
+    // 64 and 128 KiB classes' calls then take 1.8 times that curve.  An
+    // unmeasured 256 KiB class is predicted at the set-up's own time (the
+    // lower), an unmeasured 512 KiB class from its measured neighbours.
+    CostInputs in = slow_link(2);
+    in.pmpi = PmpiCurve{};
+    for (double b : {8.0, 65536.0, 262144.0, 1048576.0}) in.pmpi.add(b, 40e-6 + 2.0 * b / 125e6);
+    in.pmpi_drained = in.pmpi;
+    Selector s(in, {identity()});
+    const Option mpi{};
+    auto curve = [&](size_t b) { return s.inputs().pmpi.at(double(b)); };
+    for (size_t b : {size_t(64) << 10, size_t(128) << 10})
+        for (int call = 0; call < 6; ++call) {
+            s.choose(CollKind::Allreduce, b, kAll);
+            s.observe_mpi(CollKind::Allreduce, b, kAll, 1.8 * curve(b));
+        }
+    ASSERT_GT(s.predict(mpi, CollKind::Allreduce, 128 << 10, kAll), 1.5 * curve(128 << 10));
+    EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, 256 << 10, kAll), curve(256 << 10));
+    EXPECT_GT(s.predict(mpi, CollKind::Allreduce, 512 << 10, kAll), 1.5 * curve(512 << 10));
 }

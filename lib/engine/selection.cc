@@ -869,10 +869,16 @@ uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, d
 
 // The set-up's largest MPI_Allreduce took first_call_cost() times its
 // later calls on its first: the excess, per byte, is what touching fresh
-// memory costs a call (14.5 us a page on this project's VM host).
+// memory costs a call (14.5 us a page on this project's VM host), where
+// that size is large enough for its pages to outweigh a first call's fixed
+// costs.  Below kFirstTouchFrom it says nothing: on 4 ranks at 10 Gbit/s
+// the set-up's 64 KiB first call took 7 times a later one (16 pages would
+// take 0.2 ms of its 1.5 ms excess), and carried per byte to 512 KiB it
+// made a class wait 82 calls rather than 23 before it tried a codec that
+// took 1.3 ms where Open MPI took 2.2.
 double Selector::first_touch_seconds(double bytes) const {
     const PmpiCurve &p = in_.pmpi_drained;
-    if (p.empty() || !(p.bytes[size_t(p.points - 1)] > 0)) return 0;
+    if (p.empty() || !(p.bytes[size_t(p.points - 1)] >= double(kFirstTouchFrom))) return 0;
     const double largest = p.bytes[size_t(p.points - 1)];
     return (first_call_cost() - 1) * p.seconds[size_t(p.points - 1)] * bytes / largest;
 }

@@ -134,6 +134,7 @@ public:
     static constexpr uint64_t kExploreBackoff = 64;  // each exploration doubles the next one's gap, up to this
     static constexpr int kRecent = 8;       // the choice's last calls whose trimmed mean bounds its estimate
     static constexpr double kTryCalls = 3;  // calls a try of an option runs before a slow one is left
+    static constexpr size_t kFirstTouchFrom = size_t(1) << 20;  // the least set-up size first touches are read at
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
