@@ -357,20 +357,17 @@ TEST(Selection, NoFlappingBetweenCloseEngineOptions) {
 
 // A selector whose MPI library is predicted `gap` times the lossless
 // ring's time at `bytes` (the MPI curve scaled; the engine's model kept).
-// drained: the set-up's drained times (Selector::first_touch_seconds)
-// are its times, not absent; points: the set-up's sizes kept (8 B, 64 KiB,
-// 1 MiB), all by default.
-Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1, bool drained = false, int points = 3) {
+// touch: CostInputs::touch, seconds per byte of a first touch.
+Selector with_mpi_gap(double gap, size_t bytes, double pmpi_first = 1, double touch = 0) {
     CostInputs in = slow_link(2);
-    in.pmpi.points = std::min(in.pmpi.points, points);
     in.pmpi_first = pmpi_first;
+    in.touch = touch;
     Selector probe(in, {identity()});
     const double ring = probe.predict(Option{true, 0, Schedule::Ring}, CollKind::Allreduce, bytes, kAll);
     const double engine = std::min(
         ring, probe.predict(Option{true, 0, Schedule::RecursiveDoubling}, CollKind::Allreduce, bytes, kAll));
     const double mpi = probe.predict(Option{}, CollKind::Allreduce, bytes, kAll);
     for (int i = 0; i < in.pmpi.points; ++i) in.pmpi.seconds[i] *= gap * engine / mpi;
-    if (drained) in.pmpi_drained = in.pmpi;
     return Selector(in, {identity()});
 }
 
@@ -1233,23 +1230,18 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
     // only once the gain on the calls so far, (m - e) n, covers kTryCalls
     // calls at kConfirmAbove times the estimate, kTryCalls (2e - m).  At
     // m = 3 u (the engine predicted 2.5 times faster) it moves at once,
-    // unless the set-up found first calls costly (first = 16): then the
-    // warm-up's first touches wait too: (first - 1) times the set-up's
-    // largest call, per byte, at most (first - 1) e.  Not where an engine
-    // call as large has run on the communicator (here the calibration's,
-    // at 8 MiB): the engine keeps its buffers; nor where the set-up's
-    // largest size (64 KiB) is too small to tell pages from fixed costs.
+    // unless the engine's first touches of the class's bytes cost more than
+    // the gain (touch: the set-up's seconds per byte; here 150 ns, a slow
+    // link's scale): then they wait too.
+    // Not where an engine call as large has run on the communicator (here
+    // the calibration's, at 8 MiB): the engine keeps its buffers.
     const size_t bytes = 4 << 20;
     struct Case {
-        double m, first;
-        bool engine_ran_larger = false, small_setup = false;
+        double m, touch = 0;
+        bool engine_ran_larger = false;
     };
-    for (const Case k :
-         {Case{1.4, 1}, Case{3.0, 1}, Case{3.0, 16}, Case{3.0, 16, true}, Case{3.0, 16, false, true}}) {
-        Selector s = with_mpi_gap(1.0 / 1.2, bytes, k.first, true, k.small_setup ? 2 : 3);
-        const PmpiCurve &setup = s.inputs().pmpi_drained;
-        const size_t last = size_t(setup.points - 1);
-        ASSERT_EQ(setup.bytes[last] >= double(Selector::kFirstTouchFrom), !k.small_setup);
+    for (const Case k : {Case{1.4}, Case{3.0}, Case{3.0, 150e-9}, Case{3.0, 150e-9, true}}) {
+        Selector s = with_mpi_gap(1.0 / 1.2, bytes, 1, k.touch);
         if (k.engine_ran_larger) {
             const Option ring{true, 0, Schedule::Ring};
             const size_t larger = 2 * bytes;
@@ -1268,10 +1260,7 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
             if (!pays_from && e < (1.0 - Selector::kSwitchMargin) * t) {
                 pays_from = call;
                 gain = t - e;
-                const double per_byte = (k.first - 1) * setup.seconds[last] / setup.bytes[last];
-                const double touches = k.engine_ran_larger || k.small_setup
-                                           ? 0
-                                           : std::min(per_byte * double(bytes), (k.first - 1) * e);
+                const double touches = k.engine_ran_larger ? 0 : k.touch * double(bytes);
                 loss = touches + Selector::kTryCalls * std::max(0.0, Selector::kConfirmAbove * e - t);
             }
             bool probe = false;
@@ -1288,7 +1277,7 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
         if (loss == 0) {
             EXPECT_EQ(moved_at, pays_from);
         } else {
-            EXPECT_GT(moved_at, pays_from) << k.m << " " << k.first;
+            EXPECT_GT(moved_at, pays_from) << k.m << " " << k.touch;
             EXPECT_EQ(moved_at, int(std::ceil(loss / gain))) << pays_from;
         }
     }

@@ -79,6 +79,7 @@ struct CostInputs {
     HierarchyCost hier;
     LinkCost link;
     double gamma = 0;  // seconds per byte of a local reduction (a + b)
+    double touch = 0;  // seconds per byte of fresh memory's first touch (a page fault a page)
     double fixed = 0;  // seconds an engine operation spends agreeing (one small allreduce)
     PmpiCurve pmpi;    // MPI_Allreduce
     // The same sizes timed right after a drain (runtime/probe_ring.h), as

@@ -860,28 +860,22 @@ uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, d
     const double gain = mpi_t - option_t;
     if (!(gain > 0)) return 0;
     double loss = 0;
-    if (!c.engine_ran && bytes > engine_largest_)
-        loss += std::min(first_touch_seconds(double(bytes)), (first_call_cost() - 1) * option_t);
+    if (!c.engine_ran && bytes > engine_largest_) loss += first_touch_seconds(double(bytes));
     if (c.measured[size_t(i)].seconds < 0) loss += kTryCalls * std::max(0.0, kConfirmAbove * option_t - mpi_t);
     if (!(loss > 0)) return 0;
     return uint64_t(std::min(std::ceil(loss / gain), 1e15));
 }
 
-// The set-up's largest MPI_Allreduce took first_call_cost() times its
-// later calls on its first: the excess, per byte, is what touching fresh
-// memory costs a call (14.5 us a page on this project's VM host), where
-// that size is large enough for its pages to outweigh a first call's fixed
-// costs.  Below kFirstTouchFrom it says nothing: on 4 ranks at 10 Gbit/s
-// the set-up's 64 KiB first call took 7 times a later one (16 pages would
-// take 0.2 ms of its 1.5 ms excess), and carried per byte to 512 KiB it
-// made a class wait 82 calls rather than 23 before it tried a codec that
-// took 1.3 ms where Open MPI took 2.2.
-double Selector::first_touch_seconds(double bytes) const {
-    const PmpiCurve &p = in_.pmpi_drained;
-    if (p.empty() || !(p.bytes[size_t(p.points - 1)] >= double(kFirstTouchFrom))) return 0;
-    const double largest = p.bytes[size_t(p.points - 1)];
-    return (first_call_cost() - 1) * p.seconds[size_t(p.points - 1)] * bytes / largest;
-}
+// One touch of fresh memory per byte of the call, at the set-up's rate
+// (CostInputs::touch).  Seen on 2 ranks over shared memory at 16 MiB: the
+// lossless ring's warm-up took 43 ms more than its later calls, 2.6 ns a
+// byte where a page's first touch took 3.5 (14.5 us a 4 KiB page).  Not
+// read off the set-up's first MPI call: at 64 KiB (where a slow link's
+// set-up stops) its excess is mostly fixed costs, 7 times a call on 4
+// ranks at 10 Gbit/s where 16 pages take 0.2 ms of 1.5, and carried per
+// byte to 512 KiB it made a class wait 82 calls rather than 23 before it
+// tried a codec that took 1.3 ms where Open MPI took 2.2.
+double Selector::first_touch_seconds(double bytes) const { return std::max(0.0, in_.touch) * bytes; }
 
 bool Selector::moves_off_mpi(const Class &c, size_t bytes, double mpi_seconds) const {
     if (!c.decided || c.choice.engine || c.pinned) return false;

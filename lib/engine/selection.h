@@ -134,7 +134,6 @@ public:
     static constexpr uint64_t kExploreBackoff = 64;  // each exploration doubles the next one's gap, up to this
     static constexpr int kRecent = 8;       // the choice's last calls whose trimmed mean bounds its estimate
     static constexpr double kTryCalls = 3;  // calls a try of an option runs before a slow one is left
-    static constexpr size_t kFirstTouchFrom = size_t(1) << 20;  // the least set-up size first touches are read at
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -320,8 +319,7 @@ private:
     // option i predicted at option_t against the MPI library's mpi_t, for
     // calls of `bytes` (0: at once).
     uint64_t calls_before_trying(const Class &c, int i, double option_t, double mpi_t, size_t bytes) const;
-    // What a call's first touches of `bytes` of fresh memory cost, from
-    // the set-up's first call of the MPI library at its largest size.
+    // What a call's first touches of `bytes` of fresh memory cost.
     double first_touch_seconds(double bytes) const;
     // Whether class c, on engine option i, would leave it were a call of
     // it to take `seconds` (record()).

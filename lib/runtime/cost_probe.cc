@@ -6,6 +6,9 @@
 #include "runtime/probe_ring.h"
 #include "util/log.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -46,6 +49,29 @@ Status fastest_pmpi(CommState *st, float *a, float *b, int count, double *best, 
         if (!i && first) *first = t;
     }
     return TERSE_OK;
+}
+
+// Seconds per byte of the first touch of fresh memory: one write a page
+// of a new anonymous mapping (a page fault each; 14.5 us a 4 KiB page on
+// this project's VM host, well under 1 on bare metal), the faster of two
+// mappings of kTouchBytes.  What an engine option's first call at a size
+// larger than any it ran pays (Selector::first_touch_seconds); 0 where
+// the mapping fails.
+constexpr size_t kTouchBytes = 256 * 1024;
+double first_touch_per_byte() {
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return 0;
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 2; ++i) {
+        void *p = mmap(nullptr, kTouchBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return 0;
+        volatile char *c = static_cast<volatile char *>(p);
+        const double t0 = now_seconds();
+        for (size_t off = 0; off < kTouchBytes; off += size_t(page)) c[off] = 1;
+        best = std::min(best, now_seconds() - t0);
+        munmap(p, kTouchBytes);
+    }
+    return best / double(kTouchBytes);
 }
 
 double agreed_max(const CommState *st, double v) {
@@ -175,7 +201,7 @@ Status probe_costs(CommState *st, CostInputs *out) {
 
     // Ring neighbours over the transport; the first step also connects.
     ProbeRing ring{st->link.get(), st->ctx_id, st->rank, st->size, 0};
-    double local[3];
+    double local[4];
     if (ring_step(&ring, pa, pb, 8) < 0) return set_error(TERSE_ERR_TRANSPORT, "%s", last_error());
     const double t_connected = now_seconds();
     local[0] = fastest_ring_step(&ring, pa, pb, 8, kRingSmallReps);
@@ -191,14 +217,16 @@ Status probe_costs(CommState *st, CostInputs *out) {
         g = std::min(g, now_seconds() - t0);
     }
     local[2] = g / double(red * sizeof(float));
+    local[3] = first_touch_per_byte();
 
-    double agreed[3];
-    if (PMPI_Allreduce(local, agreed, 3, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
+    double agreed[4];
+    if (PMPI_Allreduce(local, agreed, 4, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
         return set_error(TERSE_ERR_MPI, "terse: measuring communicator %s failed in PMPI_Allreduce",
                          st->describe().c_str());
     in.link.alpha = agreed[0];
     in.link.beta = std::max(0.0, (agreed[1] - agreed[0]) / double(kStreamBytes));
     in.gamma = agreed[2];
+    in.touch = agreed[3];
 
     // The MPI library's allreduce, while each size fits the budget, twice
     // where a drain (runtime/probe_ring.h) sends more than the size's repeats:
@@ -282,10 +310,11 @@ Status probe_costs(CommState *st, CostInputs *out) {
     *out = in;
     TERSE_LOG_DEBUG(
         "planner: communicator %s measured in %.2f ms (%.2f ms of them connecting the ring): ring alpha %.2f "
-        "us, %.0f MB/s; reduce %.0f MB/s; MPI_Allreduce %d sizes, 8 B %.2f us, largest %.0f B %.1f us (%.1f "
-        "drained, its first call %.1f times that)",
+        "us, %.0f MB/s; reduce %.0f MB/s; a page's first touch %.2f us; MPI_Allreduce %d sizes, 8 B %.2f us, "
+        "largest %.0f B %.1f us (%.1f drained, its first call %.1f times that)",
         st->describe().c_str(), (now_seconds() - t_begin) * 1e3, (t_connected - t_begin) * 1e3,
         in.link.alpha * 1e6, in.link.beta > 0 ? 1e-6 / in.link.beta : 0.0, in.gamma > 0 ? 1e-6 / in.gamma : 0.0,
+        in.touch * 4096 * 1e6,
         in.pmpi.points, in.pmpi.seconds[0] * 1e6, in.pmpi.bytes[in.pmpi.points - 1],
         in.pmpi.seconds[in.pmpi.points - 1] * 1e6, in.pmpi_drained.seconds[in.pmpi_drained.points - 1] * 1e6,
         in.pmpi_first);
