@@ -314,8 +314,7 @@ Status probe_costs(CommState *st, CostInputs *out) {
         "largest %.0f B %.1f us (%.1f drained, its first call %.1f times that)",
         st->describe().c_str(), (now_seconds() - t_begin) * 1e3, (t_connected - t_begin) * 1e3,
         in.link.alpha * 1e6, in.link.beta > 0 ? 1e-6 / in.link.beta : 0.0, in.gamma > 0 ? 1e-6 / in.gamma : 0.0,
-        in.touch * 4096 * 1e6,
-        in.pmpi.points, in.pmpi.seconds[0] * 1e6, in.pmpi.bytes[in.pmpi.points - 1],
+        in.touch * 4096 * 1e6, in.pmpi.points, in.pmpi.seconds[0] * 1e6, in.pmpi.bytes[in.pmpi.points - 1],
         in.pmpi.seconds[in.pmpi.points - 1] * 1e6, in.pmpi_drained.seconds[in.pmpi_drained.points - 1] * 1e6,
         in.pmpi_first);
     return TERSE_OK;
