@@ -828,13 +828,6 @@ bool Selector::moves_off_engine(const Class &c, int i, size_t bytes, double seco
     return false;
 }
 
-// A class on the MPI library that one slower probe would move to the
-// engine.  Seen on 2 ranks over shared memory: a 16 MiB class's 2nd call
-// timed the MPI library at 9 ms against its usual 4.5; the class moved to
-// the lossless ring, which takes 7.3 ms, and kept it (faster than that
-// estimate) until its next probe, 20 calls later.  So such a probe waits
-// for a second one, as a much slower one does, and the faster counts: a
-// class on the MPI library leaves it on no single probe.
 // A class on the MPI library that moves to an engine option it has not
 // run bets on the model, and pays the option's first touches.  Seen on 2
 // ranks over shared memory at 16 MiB with quantize:bits=8: the lossless
@@ -877,6 +870,13 @@ uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, d
 // tried a codec that took 1.3 ms where Open MPI took 2.2.
 double Selector::first_touch_seconds(double bytes) const { return std::max(0.0, in_.touch) * bytes; }
 
+// A class on the MPI library that one slower probe would move to the
+// engine.  Seen on 2 ranks over shared memory: a 16 MiB class's 2nd call
+// timed the MPI library at 9 ms against its usual 4.5; the class moved to
+// the lossless ring, which takes 7.3 ms, and kept it (faster than that
+// estimate) until its next probe, 20 calls later.  So such a probe waits
+// for a second one, as a much slower one does, and the faster counts: a
+// class on the MPI library leaves it on no single probe.
 bool Selector::moves_off_mpi(const Class &c, size_t bytes, double mpi_seconds) const {
     if (!c.decided || c.choice.engine || c.pinned) return false;
     for (size_t i = 1; i < all_.size(); ++i)

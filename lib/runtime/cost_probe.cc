@@ -310,7 +310,7 @@ Status probe_costs(CommState *st, CostInputs *out) {
     *out = in;
     TERSE_LOG_DEBUG(
         "planner: communicator %s measured in %.2f ms (%.2f ms of them connecting the ring): ring alpha %.2f "
-        "us, %.0f MB/s; reduce %.0f MB/s; a page's first touch %.2f us; MPI_Allreduce %d sizes, 8 B %.2f us, "
+        "us, %.0f MB/s; reduce %.0f MB/s; a 4 KiB page's first touch %.2f us; MPI_Allreduce %d sizes, 8 B %.2f us, "
         "largest %.0f B %.1f us (%.1f drained, its first call %.1f times that)",
         st->describe().c_str(), (now_seconds() - t_begin) * 1e3, (t_connected - t_begin) * 1e3,
         in.link.alpha * 1e6, in.link.beta > 0 ? 1e-6 / in.link.beta : 0.0, in.gamma > 0 ? 1e-6 / in.gamma : 0.0,
