@@ -106,6 +106,33 @@ TEST(CostModel, PmpiOfOtherKinds) {
     EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::Allgather, 1 << 18), 0.5 * in.pmpi.at(1 << 20));
 }
 
+TEST(CostModel, TheMpiLibraryAboveTheSetUpGrowsAtTheDrainedRate) {
+    // 1 Gbit/s, 2 ranks: 64 KiB read 75 us as it came (a shaper's burst)
+    // and 1048 us drained.  Up to 64 KiB the estimate is the curve as the
+    // calls came; above, 64 KiB's time plus the drained curve's growth (the
+    // link's rate: Open MPI takes 4.1 ms at 256 KiB there).  Where the
+    // drained curve grows slower, or was not timed at the same sizes, the
+    // curve's own growth stands.
+    CostInputs in;
+    in.nranks = 2;
+    in.pmpi.add(8, 40e-6);
+    in.pmpi.add(65536, 75e-6);
+    in.pmpi_drained.add(8, 40e-6);
+    in.pmpi_drained.add(65536, 1048e-6);
+    EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::Allreduce, 65536), 75e-6);
+    EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::Allreduce, 32768), in.pmpi.at(32768));
+    const double grown = 75e-6 + (in.pmpi_drained.at(262144) - 1048e-6);
+    EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::Allreduce, 262144), grown);
+    EXPECT_NEAR(grown, 3.1e-3, 0.1e-3);
+    EXPECT_DOUBLE_EQ(cost_pmpi(in, CollKind::ReduceScatter, 262144), 0.5 * grown);
+    CostInputs flat = in;
+    flat.pmpi_drained = in.pmpi;
+    EXPECT_DOUBLE_EQ(cost_pmpi(flat, CollKind::Allreduce, 262144), in.pmpi.at(262144));
+    CostInputs untimed = in;
+    untimed.pmpi_drained = PmpiCurve{};
+    EXPECT_DOUBLE_EQ(cost_pmpi(untimed, CollKind::Allreduce, 262144), in.pmpi.at(262144));
+}
+
 TEST(CostModel, MedianObservationTakesTheMiddleTimeAndTheLeastCodecTime) {
     // Three repeats of a calibration: the median time with its own ratio,
     // and the codec time of the fastest-coding one, whichever that is.
@@ -1303,4 +1330,69 @@ TEST(Selection, TheMpiLibraryAtASetUpSizeKeepsTheSetUpsTimeAsACeiling) {
     ASSERT_GT(s.predict(mpi, CollKind::Allreduce, 128 << 10, kAll), 1.5 * curve(128 << 10));
     EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, 256 << 10, kAll), curve(256 << 10));
     EXPECT_GT(s.predict(mpi, CollKind::Allreduce, 512 << 10, kAll), 1.5 * curve(512 << 10));
+}
+
+namespace {
+
+// 1 Gbit/s, 2 ranks (TERSE_LOG=debug): the set-up read MPI_Allreduce at
+// 64 KiB at 75 us as it came, inside the shaper's burst, and at `drained`
+// after a drain (1048 us there); quantize:bits=8 calibrated at codec_t.
+Selector burst_set_up(double drained, double codec_t) {
+    CostInputs in = slow_link(2);
+    in.pmpi = PmpiCurve{};
+    in.pmpi_drained = PmpiCurve{};
+    in.pmpi.add(8, 40e-6);
+    in.pmpi.add(65536, 75e-6);
+    in.pmpi_drained.add(8, 40e-6);
+    in.pmpi_drained.add(65536, drained);
+    Selector s(in, {quantize8()});
+    for (const Option &o : s.engine_options(CollKind::Allreduce, kAll))
+        s.calibrate(CollKind::Allreduce, 64 << 10, kAll, o, Observation{codec_t, 20e-6, 0.27});
+    return s;
+}
+
+}  // namespace
+
+TEST(Selection, AClassAtABurstsSizeStartsOnTheReadingWhoseErrorCostsLess) {
+    // The codec at 270 us: believing the burst (75 us) where the drained
+    // time holds costs 2 calls at 1048 - 270; believing the drained time
+    // where the burst holds, 3 calls at 270 - 75.  The class starts on the
+    // codec, and its MPI estimate is the drained time.  The codec at 800
+    // us: 2 x 248 against 3 x 725, the class starts on the MPI library and
+    // times its 1st call, whose time (965 us), the drained figure standing
+    // behind it, moves the class at the decision that applies it.
+    const size_t bytes = 64 << 10;
+    const Option mpi{};
+    Selector fast = burst_set_up(1048e-6, 270e-6);
+    bool probe = true;
+    EXPECT_TRUE(fast.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+    EXPECT_FALSE(probe);
+    EXPECT_DOUBLE_EQ(fast.predict(mpi, CollKind::Allreduce, bytes, kAll), 1048e-6);
+
+    Selector slow = burst_set_up(1048e-6, 800e-6);
+    ASSERT_FALSE(slow.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+    EXPECT_TRUE(probe);
+    EXPECT_DOUBLE_EQ(slow.predict(mpi, CollKind::Allreduce, bytes, kAll), 75e-6);
+    ASSERT_FALSE(slow.probe_runs_first_calls(CollKind::Allreduce, bytes, kAll));
+    slow.observe_mpi(CollKind::Allreduce, bytes, kAll, 965e-6);
+    EXPECT_TRUE(slow.choose(CollKind::Allreduce, bytes, kAll).engine);
+}
+
+TEST(Selection, WithoutABurstASlowFirstProbeWaitsForASecond) {
+    // The same set-up with the drained time as fast as the calls came
+    // (80 us): the class starts on the MPI library, its 1st call is not
+    // probed, and a slow probe (call kEarlyProbe) is held for a second.
+    const size_t bytes = 64 << 10;
+    Selector s = burst_set_up(80e-6, 270e-6);
+    bool probe = true;
+    ASSERT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+    EXPECT_FALSE(probe);
+    for (int call = 2; call <= int(Selector::kEarlyProbe); ++call)
+        ASSERT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+    ASSERT_TRUE(probe);
+    s.observe_mpi(CollKind::Allreduce, bytes, kAll, 965e-6);
+    EXPECT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine);
+    EXPECT_TRUE(probe);  // the second, at once
+    s.observe_mpi(CollKind::Allreduce, bytes, kAll, 965e-6);
+    EXPECT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
 }

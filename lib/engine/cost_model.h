@@ -109,7 +109,10 @@ double cost_two_level_schedule(const CostInputs &in, const CodecCost &codec, dou
 // (codecs whose payloads cannot be summed).
 double cost_gather(const CostInputs &in, const CodecCost &codec, double bytes);
 
-// The MPI library: the measured curve; reduce-scatter and allgather are
+// The MPI library: the measured curve, and above its largest size that
+// size's time plus the larger growth of the two curves (pmpi, and
+// pmpi_drained where it has the same sizes): a message larger than any the
+// set-up sent outlasts a shaper's burst.  Reduce-scatter and allgather are
 // taken as half an allreduce of the same total (an allreduce is one of
 // each in the ring decomposition), so an allgather's block counts n times.
 double cost_pmpi(const CostInputs &in, CollKind kind, double bytes);

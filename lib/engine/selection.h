@@ -132,8 +132,9 @@ public:
     static constexpr uint64_t kExploreAfter = 128;   // no class explores before this many calls
     static constexpr double kExploreWithin = 3.0;    // nor an option predicted this much slower than its choice
     static constexpr uint64_t kExploreBackoff = 64;  // each exploration doubles the next one's gap, up to this
-    static constexpr int kRecent = 8;       // the choice's last calls whose trimmed mean bounds its estimate
-    static constexpr double kTryCalls = 3;  // calls a try of an option runs before a slow one is left
+    static constexpr int kRecent = 8;         // the choice's last calls whose trimmed mean bounds its estimate
+    static constexpr double kTryCalls = 3;    // calls a try of an option runs before a slow one is left
+    static constexpr double kBurstCalls = 2;  // calls of the MPI library before a 1st-call probe is applied
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -151,7 +152,8 @@ public:
     // its choice changed, or later where the engine chosen is k times
     // faster: (k - 1) / kProbeShare calls; then at gaps doubling up to
     // kProbeMax; and a class whose first choice is the MPI library at its
-    // call kEarlyProbe too, as does one whose first is an engine option
+    // call kEarlyProbe too, or at its 1st where the set-up read that size
+    // inside a shaper's burst (drained_at_setup()), as does one whose first is an engine option
     // less than kEarlyProbeBelow times faster while no class of its kind
     // has measured the MPI library) on which a
     // blocking caller runs the MPI library (instead of the engine, when the
@@ -305,6 +307,16 @@ private:
     // Whether the set-up ran the MPI library at a size of class c: its
     // first calls there are behind it (observe_mpi()'s first_calls).
     bool mpi_warm_at_setup(const Class &c) const;
+    // The set-up's drained time of MPI_Allreduce at a size of class c,
+    // where it read more than kConfirmAbove times the time as the call
+    // came (CostInputs::pmpi, the estimate: inside a shaper's burst); < 0
+    // elsewhere.
+    // *bytes (optional): the set-up size it was timed at.
+    double drained_at_setup(const Class &c, double *bytes = nullptr) const;
+    // At class c's first decision, where drained_at_setup() has a time:
+    // whether it takes that time as its MPI measurement (and does), the
+    // best engine option predicted at best_t and the MPI library at mpi_t.
+    bool adopt_drained(Class &c, double best_t, double mpi_t);
     // Whether the set-up timed MPI_Allreduce at a size of the class of `bytes`.
     bool set_up_timed(size_t bytes) const;
     // Whether the nth call (from 1) of class c to run the MPI library is
