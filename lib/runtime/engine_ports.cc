@@ -1,9 +1,11 @@
 // Link over the UCX transport, Control over PMPI collectives.
 #include "runtime/engine_ports.h"
 
+#include "runtime/node_reduce_scatter.h"
 #include "transport/ucx_transport.h"
 
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -99,7 +101,9 @@ thread_local bool t_without_mpi = false;
 class MpiControl final : public Control {
 public:
     MpiControl(MPI_Comm comm, bool deferring, bool blocking_node = false)
-        : comm_(comm), deferring_(deferring), blocking_node_(blocking_node) {}
+        : comm_(comm), deferring_(deferring), blocking_node_(blocking_node) {
+        if (blocking_node_) node_rs_ = std::make_unique<NodeReduceScatter>();
+    }
 
     Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dtype, terse_op_t op,
                       ControlRequest *r) override {
@@ -131,14 +135,8 @@ public:
             return set_error(TERSE_ERR_UNSUPPORTED, "terse node reduce-scatter: dtype %d not supported",
                              int(dtype));
         MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
-        if (blocking_node_) {
-            // Complete before returning: test() finds the request inactive.
-            int rc = PMPI_Reduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, t, mpi_op(op), comm_);
-            if (rc != MPI_SUCCESS)
-                return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: PMPI_Reduce_scatter failed (code %d)",
-                                 rc);
-            return TERSE_OK;
-        }
+        // Complete before returning: test() finds the request inactive.
+        if (blocking_node_) return node_rs_->run(comm_, in, out, counts, dtype, op);
         int rc = PMPI_Ireduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, t, mpi_op(op), comm_, req);
         if (rc != MPI_SUCCESS)
             return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: PMPI_Ireduce_scatter failed (code %d)",
@@ -231,7 +229,8 @@ private:
 
     MPI_Comm comm_;
     bool deferring_;
-    bool blocking_node_;  // ireduce_scatter and iallgatherv run the blocking collectives
+    bool blocking_node_;                          // ireduce_scatter and iallgatherv run the blocking collectives
+    std::unique_ptr<NodeReduceScatter> node_rs_;  // blocking_node_'s reduce-scatter
     std::mutex mu_;
     std::vector<Post> deferred_;
 };

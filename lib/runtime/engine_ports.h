@@ -17,8 +17,10 @@ std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of)
 std::unique_ptr<Control> make_mpi_control(MPI_Comm comm);
 
 // The node stages of the two-level schedule (runtime/node_layout.h): like
-// make_mpi_control, but ireduce_scatter and iallgatherv run the MPI
-// library's blocking collectives and return with the request complete.
+// make_mpi_control, but ireduce_scatter and iallgatherv block and return
+// with the request complete: the reduce-scatter a pairwise exchange of
+// PMPI messages (runtime/node_reduce_scatter.h says why), the allgather
+// the MPI library's MPI_Allgatherv.
 // Open MPI 4.1's non-blocking ones (libnbc) move only inside MPI calls and
 // take another algorithm: on 2 ranks over shared memory, 16 MiB of floats
 // took 72-82 ms in MPI_Ireduce_scatter + MPI_Wait against 3.2-3.6 ms in
