@@ -130,17 +130,31 @@ double pmpi_allreduce(const CostInputs &in, double bytes) {
     return at_top + std::max(t - at_top, drained.at(bytes) - drained.at(top));
 }
 
+// An allreduce curve applied to a kind.
+template <class Allreduce>
+double pmpi_of_kind(const CostInputs &in, CollKind kind, double bytes, Allreduce allreduce) {
+    switch (kind) {
+    case CollKind::Allreduce: return allreduce(bytes);
+    case CollKind::ReduceScatterBlock:
+    case CollKind::ReduceScatter: return 0.5 * allreduce(bytes);
+    case CollKind::Allgather: return 0.5 * allreduce(bytes * in.nranks);
+    case CollKind::Allgatherv: return 0.5 * allreduce(bytes);  // bytes: all blocks together
+    }
+    return allreduce(bytes);
+}
+
 }  // namespace
 
 double cost_pmpi(const CostInputs &in, CollKind kind, double bytes) {
-    switch (kind) {
-    case CollKind::Allreduce: return pmpi_allreduce(in, bytes);
-    case CollKind::ReduceScatterBlock:
-    case CollKind::ReduceScatter: return 0.5 * pmpi_allreduce(in, bytes);
-    case CollKind::Allgather: return 0.5 * pmpi_allreduce(in, bytes * in.nranks);
-    case CollKind::Allgatherv: return 0.5 * pmpi_allreduce(in, bytes);  // bytes: all blocks together
-    }
-    return pmpi_allreduce(in, bytes);
+    return pmpi_of_kind(in, kind, bytes, [&](double b) { return pmpi_allreduce(in, b); });
+}
+
+double cost_pmpi_loop(const CostInputs &in, CollKind kind, double bytes) {
+    const PmpiCurve &came = in.pmpi, &drained = in.pmpi_drained;
+    if (came.empty() || drained.points != came.points ||
+        drained.bytes[drained.points - 1] != came.bytes[came.points - 1])
+        return cost_pmpi(in, kind, bytes);
+    return pmpi_of_kind(in, kind, bytes, [&](double b) { return drained.at(b); });
 }
 
 double cost_ring_kind(const CostInputs &in, const CodecCost &c, CollKind kind, double bytes) {

@@ -116,6 +116,12 @@ double cost_gather(const CostInputs &in, const CodecCost &codec, double bytes);
 // taken as half an allreduce of the same total (an allreduce is one of
 // each in the ring decomposition), so an allgather's block counts n times.
 double cost_pmpi(const CostInputs &in, CollKind kind, double bytes);
+// The MPI library as a loop's calls find a shaped link: the drained curve
+// (CostInputs::pmpi_drained) where the set-up timed the same sizes after a
+// drain, cost_pmpi otherwise.  The shape a measured time of the MPI
+// library, which comes from such calls, is carried to other sizes by
+// (Selector).
+double cost_pmpi_loop(const CostInputs &in, CollKind kind, double bytes);
 
 // The part of a schedule's cost that a reduce-scatter or allgather alone
 // pays: half a ring allreduce of the same total.

@@ -290,11 +290,14 @@ private:
     int option_index(const Option &o) const;
     double model(const Option &o, CollKind kind, size_t bytes) const;
     double predict_in(const Class *c, const Option &o, CollKind kind, size_t bytes) const;
+    // What a measured time of option o is carried to other sizes along:
+    // its model, or for the MPI library cost_pmpi_loop().
+    double shape(const Option &o, CollKind kind, size_t bytes) const;
     // A class's own measurement of option i, moved to a call of `bytes` by
-    // the model's shape.
+    // shape() (model_here: shape() at bytes).
     double scaled(const Measured &m, const Option &o, CollKind kind, double bytes, double model_here) const;
     // Option i at `bytes` from the classes of `kind` that measured it, or
-    // < 0 when none has.
+    // < 0 when none has (model_here: shape() at bytes).
     double measured_near(int i, CollKind kind, double bytes, double model_here) const;
     // Whether the MPI library measured at mpi_seconds would move class c,
     // now on the MPI library, to an engine option (observe_mpi()).
