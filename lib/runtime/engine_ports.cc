@@ -71,25 +71,6 @@ private:
     const std::vector<int> *world_;
 };
 
-MPI_Datatype mpi_type(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return MPI_FLOAT;
-    case TERSE_DTYPE_FLOAT64: return MPI_DOUBLE;
-    case TERSE_DTYPE_INT32: return MPI_INT32_T;
-    case TERSE_DTYPE_INT64: return MPI_INT64_T;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
-
-MPI_Op mpi_op(terse_op_t op) {
-    switch (op) {
-    case TERSE_OP_SUM: return MPI_SUM;
-    case TERSE_OP_MAX: return MPI_MAX;
-    case TERSE_OP_MIN: return MPI_MIN;
-    }
-    return MPI_OP_NULL;
-}
-
 // An MPI_Request needs no release of its own: a started one ends in
 // PMPI_Test or PMPI_Wait.
 static_assert(sizeof(MPI_Request) <= decltype(ControlRequest::storage)::kBytes,
@@ -236,6 +217,25 @@ private:
 };
 
 }  // namespace
+
+MPI_Datatype mpi_type(terse_dtype_t dt) {
+    switch (dt) {
+    case TERSE_DTYPE_FLOAT32: return MPI_FLOAT;
+    case TERSE_DTYPE_FLOAT64: return MPI_DOUBLE;
+    case TERSE_DTYPE_INT32: return MPI_INT32_T;
+    case TERSE_DTYPE_INT64: return MPI_INT64_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+MPI_Op mpi_op(terse_op_t op) {
+    switch (op) {
+    case TERSE_OP_SUM: return MPI_SUM;
+    case TERSE_OP_MAX: return MPI_MAX;
+    case TERSE_OP_MIN: return MPI_MIN;
+    }
+    return MPI_OP_NULL;
+}
 
 std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of) {
     return std::make_unique<TransportLink>(world_rank_of);

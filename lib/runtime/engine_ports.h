@@ -16,6 +16,11 @@ namespace terse {
 std::unique_ptr<Link> make_transport_link(const std::vector<int> *world_rank_of);
 std::unique_ptr<Control> make_mpi_control(MPI_Comm comm);
 
+// The MPI datatype of a dtype the control plane carries (float32, float64,
+// int32, int64), else MPI_DATATYPE_NULL; the MPI op of an op.
+MPI_Datatype mpi_type(terse_dtype_t dt);
+MPI_Op mpi_op(terse_op_t op);
+
 // The node stages of the two-level schedule (runtime/node_layout.h): like
 // make_mpi_control, but ireduce_scatter and iallgatherv block and return
 // with the request complete: the reduce-scatter a pairwise exchange of

@@ -3,6 +3,7 @@
 #include "runtime/node_reduce_scatter.h"
 
 #include "engine/reduce_kernels.h"
+#include "runtime/engine_ports.h"
 #include "util/dtype.h"
 
 #include <algorithm>
@@ -16,16 +17,6 @@ namespace {
 // point-to-point message travels on it.
 constexpr int kTag = 0x7e5;
 
-MPI_Datatype element_type(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return MPI_FLOAT;
-    case TERSE_DTYPE_FLOAT64: return MPI_DOUBLE;
-    case TERSE_DTYPE_INT32: return MPI_INT32_T;
-    case TERSE_DTYPE_INT64: return MPI_INT64_T;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
-
 Status mpi_failed(const char *call, int peer, int rc) {
     return set_error(TERSE_ERR_MPI, "terse node reduce-scatter: %s with node rank %d failed (code %d)", call,
                      peer, rc);
@@ -35,7 +26,7 @@ Status mpi_failed(const char *call, int peer, int rc) {
 
 Status NodeReduceScatter::run(MPI_Comm comm, const void *in, void *out, const int *counts, terse_dtype_t dt,
                               terse_op_t op) {
-    const MPI_Datatype t = element_type(dt);
+    const MPI_Datatype t = mpi_type(dt);
     if (t == MPI_DATATYPE_NULL)
         return set_error(
             TERSE_ERR_UNSUPPORTED,
