@@ -1297,10 +1297,11 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
             bool probe = false;
             const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
             if (o.engine) moved_at = call;
-            if (call == pays_from && loss > 0)  // TERSE_STATS says from which call
+            if (call == pays_from && loss > 0) {  // TERSE_STATS says from which call
                 EXPECT_NE(s.summary("").find(" waits=" + std::to_string(int(std::ceil(loss / gain))) + "\n"),
                           std::string::npos)
                     << s.summary("");
+            }
             if (probe) s.observe_mpi(CollKind::Allreduce, bytes, kAll, k.m * u);
         }
         ASSERT_GT(pays_from, 0) << k.m;

@@ -9,6 +9,8 @@
 //   test_node_reduce_scatter   (run by test_node_reduce_scatter.sh with 1-4 ranks)
 #include "runtime/node_reduce_scatter.h"
 
+#include "runtime/engine_ports.h"
+
 #include <mpi.h>
 
 #include <cstdint>
@@ -24,17 +26,6 @@ namespace {
 
 int g_rank, g_size;
 
-MPI_Datatype mpi_of(terse_dtype_t dt) {
-    switch (dt) {
-    case TERSE_DTYPE_FLOAT32: return MPI_FLOAT;
-    case TERSE_DTYPE_FLOAT64: return MPI_DOUBLE;
-    case TERSE_DTYPE_INT32: return MPI_INT32_T;
-    default: return MPI_INT64_T;
-    }
-}
-
-MPI_Op mpi_of(terse_op_t op) { return op == TERSE_OP_SUM ? MPI_SUM : op == TERSE_OP_MAX ? MPI_MAX : MPI_MIN; }
-
 template <class T>
 void one_case(NodeReduceScatter &rs, terse_dtype_t dt, terse_op_t op, const std::vector<int> &counts,
               bool in_place) {
@@ -46,8 +37,8 @@ void one_case(NodeReduceScatter &rs, terse_dtype_t dt, terse_op_t op, const std:
     // A sentinel past the shard: nothing may be written there.
     const T sentinel = T(12345);
     expect[mine] = sentinel;
-    CHECK(PMPI_Reduce_scatter(in.data(), expect.data(), counts.data(), mpi_of(dt), mpi_of(op), MPI_COMM_WORLD) ==
-              MPI_SUCCESS,
+    CHECK(PMPI_Reduce_scatter(in.data(), expect.data(), counts.data(), mpi_type(dt), mpi_op(op),
+                              MPI_COMM_WORLD) == MPI_SUCCESS,
           "PMPI_Reduce_scatter");
     Status s;
     if (in_place) {

@@ -125,7 +125,7 @@ double pmpi_allreduce(const CostInputs &in, double bytes) {
     if (came.empty()) return 0;
     const double top = came.bytes[came.points - 1];
     const double t = came.at(bytes);
-    if (!(bytes > top) || drained.points != came.points || drained.bytes[drained.points - 1] != top) return t;
+    if (!(bytes > top) || !drained_matches(in)) return t;
     const double at_top = came.at(top);
     return at_top + std::max(t - at_top, drained.at(bytes) - drained.at(top));
 }
@@ -149,12 +149,17 @@ double cost_pmpi(const CostInputs &in, CollKind kind, double bytes) {
     return pmpi_of_kind(in, kind, bytes, [&](double b) { return pmpi_allreduce(in, b); });
 }
 
-double cost_pmpi_loop(const CostInputs &in, CollKind kind, double bytes) {
+bool drained_matches(const CostInputs &in) {
     const PmpiCurve &came = in.pmpi, &drained = in.pmpi_drained;
-    if (came.empty() || drained.points != came.points ||
-        drained.bytes[drained.points - 1] != came.bytes[came.points - 1])
-        return cost_pmpi(in, kind, bytes);
-    return pmpi_of_kind(in, kind, bytes, [&](double b) { return drained.at(b); });
+    if (came.empty() || drained.points != came.points) return false;
+    for (int i = 0; i < came.points; ++i)
+        if (drained.bytes[i] != came.bytes[i]) return false;
+    return true;
+}
+
+double cost_pmpi_loop(const CostInputs &in, CollKind kind, double bytes) {
+    if (!drained_matches(in)) return cost_pmpi(in, kind, bytes);
+    return pmpi_of_kind(in, kind, bytes, [&](double b) { return in.pmpi_drained.at(b); });
 }
 
 double cost_ring_kind(const CostInputs &in, const CodecCost &c, CollKind kind, double bytes) {

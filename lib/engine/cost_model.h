@@ -116,6 +116,9 @@ double cost_gather(const CostInputs &in, const CodecCost &codec, double bytes);
 // taken as half an allreduce of the same total (an allreduce is one of
 // each in the ring decomposition), so an allgather's block counts n times.
 double cost_pmpi(const CostInputs &in, CollKind kind, double bytes);
+// Whether the set-up timed pmpi_drained at pmpi's sizes (it does, unless
+// it was cut short or the inputs were made by hand).
+bool drained_matches(const CostInputs &in);
 // The MPI library as a loop's calls find a shaped link: the drained curve
 // (CostInputs::pmpi_drained) where the set-up timed the same sizes after a
 // drain, cost_pmpi otherwise.  The shape a measured time of the MPI

@@ -822,10 +822,10 @@ bool Selector::mpi_warm_at_setup(const Class &c) const {
 }
 
 double Selector::drained_at_setup(const Class &c, double *bytes) const {
-    if (c.kind != CollKind::Allreduce) return -1;
+    if (c.kind != CollKind::Allreduce || !drained_matches(in_)) return -1;
     const PmpiCurve &came = in_.pmpi, &drained = in_.pmpi_drained;
-    for (int i = 0; i < std::min(came.points, drained.points); ++i)
-        if (bucket_of(size_t(came.bytes[i])) == c.bucket && drained.bytes[i] == came.bytes[i] &&
+    for (int i = 0; i < came.points; ++i)
+        if (bucket_of(size_t(came.bytes[i])) == c.bucket &&
             drained.seconds[i] > kConfirmAbove * came.seconds[i]) {
             if (bytes) *bytes = drained.bytes[i];
             return drained.seconds[i];
@@ -836,12 +836,12 @@ double Selector::drained_at_setup(const Class &c, double *bytes) const {
 // Which of the set-up's two readings a class's first decision believes,
 // where they differ by a shaper's burst: the one whose being wrong costs
 // less.  Believing the burst where the drained time holds costs the calls
-// of the MPI library before its 1st call's probe is applied (2); believing
-// the drained time where the burst holds costs an engine option's try
-// (kTryCalls calls) at what it takes over the MPI library.  Seen at 1
-// Gbit/s on 2 ranks, 64 KiB: 75 us as it came, 1048 drained, the codec
-// 270 (the drained time holds): 2 x 778 against 3 x 195, the codec.  At
-// 10 Gbit/s, 64 KiB: 40-43 us as it came, 83-103 drained, a loop's calls
+// of the MPI library before its 1st call's probe is applied (kProbeLag);
+// believing the drained time where the burst holds costs an engine
+// option's try (kTryCalls calls) at what it takes over the MPI library.
+// Seen at 1 Gbit/s on 2 ranks, 64 KiB: 75 us as it came, 1048 drained, the
+// codec 270 (the drained time holds): 2 x 778 against 3 x 195, the codec.
+// At 10 Gbit/s, 64 KiB: 40-43 us as it came, 83-103 drained, a loop's calls
 // 80-85, the lossless ring calibrated at 64-90 and 110 in a loop: 2 x 16
 // against 3 x 35, the MPI library.  Believed, the drained time is the
 // class's own MPI measurement until a probe replaces it.
@@ -849,7 +849,7 @@ bool Selector::adopt_drained(Class &c, double best_t, double mpi_t) {
     double at = 0;
     const double drained = drained_at_setup(c, &at);
     if (!(drained > 0) || c.measured[0].seconds >= 0 || !(best_t < (1.0 - kSwitchMargin) * drained)) return false;
-    const double believing_burst = kBurstCalls * (drained - best_t);
+    const double believing_burst = double(kProbeLag) * (drained - best_t);
     const double believing_drained = kTryCalls * std::max(0.0, best_t - mpi_t);
     if (!(believing_drained < believing_burst)) return false;
     c.measured[0] = Measured{drained, at};

@@ -134,7 +134,7 @@ public:
     static constexpr uint64_t kExploreBackoff = 64;  // each exploration doubles the next one's gap, up to this
     static constexpr int kRecent = 8;         // the choice's last calls whose trimmed mean bounds its estimate
     static constexpr double kTryCalls = 3;    // calls a try of an option runs before a slow one is left
-    static constexpr double kBurstCalls = 2;  // calls of the MPI library before a 1st-call probe is applied
+    static constexpr uint64_t kProbeLag = 2;  // decisions after a probe's call that apply its agreed time
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,

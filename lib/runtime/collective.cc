@@ -153,7 +153,7 @@ Status collective_probed(CommState *st, const CollArgs &args, const CollectiveCh
     p.bytes = c.bytes;
     p.eligible = c.eligible;
     p.first_calls = c.probe_first_calls;
-    p.due = st->model_calls + 2;
+    p.due = st->model_calls + Selector::kProbeLag;
     return st->control->iallreduce(&p.seconds, &p.seconds, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &p.req);
 }
 

@@ -26,10 +26,10 @@ MPI_Op mpi_op(terse_op_t op);
 // with the request complete: the reduce-scatter a pairwise exchange of
 // PMPI messages (runtime/node_reduce_scatter.h says why), the allgather
 // the MPI library's MPI_Allgatherv.
-// Open MPI 4.1's non-blocking ones (libnbc) move only inside MPI calls and
-// take another algorithm: on 2 ranks over shared memory, 16 MiB of floats
-// took 72-82 ms in MPI_Ireduce_scatter + MPI_Wait against 3.2-3.6 ms in
-// MPI_Reduce_scatter.  Only for communicators whose collectives run on the
+// Not the MPI library's non-blocking collectives: Open MPI 4.1's (libnbc)
+// move only inside MPI calls and take another algorithm: on 2 ranks over
+// shared memory, 16 MiB of floats took 72-82 ms in MPI_Ireduce_scatter +
+// MPI_Wait against 3.2-3.6 ms in MPI_Reduce_scatter.  Only for communicators whose collectives run on the
 // application thread inside a blocking call (the two-level schedule runs
 // no other: terse(7), TWO-LEVEL SCHEDULE); the requests' other users see a
 // request that completed at once, which the Control contract allows.
