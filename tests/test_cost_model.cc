@@ -1315,6 +1315,72 @@ TEST(Selection, AMoveToAnUntriedOptionWaitsUntilItsGainCoversATry) {
     }
 }
 
+TEST(Selection, AMoveBetweenEngineOptionsToAnUntriedOneWaitsUntilItsGainCoversATry) {
+    // 4 ranks, the MPI library 8 times the engine.  The class starts on the
+    // lossless ring (A), whose calls then take a; recursive doubling (B),
+    // never run, is predicted at f a.  At f = 0.88 the class keeps A until
+    // the gain on its calls so far covers kTryCalls calls of B at
+    // kConfirmAbove times its estimate; at f = 0.45 it moves as soon as B
+    // pays the margin.  With a second lossless codec allowed, whose ring (C)
+    // the class measured at 0.89 a, it leaves A for C, not for the faster
+    // untried B.
+    const size_t bytes = 4 << 20;
+    struct Case {
+        double f;
+        bool tried_alternative;
+    };
+    for (const Case k : {Case{0.88, false}, Case{0.45, false}, Case{0.88, true}}) {
+        CostInputs in = slow_link(4);
+        for (int i = 0; i < in.pmpi.points; ++i) in.pmpi.seconds[i] *= 8;
+        CodecModel second = identity();
+        second.name = "none:second";
+        Selector s(in, {identity(), second});
+        const Option a_opt{true, 0, Schedule::Ring}, b_opt{true, 0, Schedule::RecursiveDoubling};
+        const Option c_opt{true, 1, Schedule::Ring};
+        const uint32_t eligible = k.tried_alternative ? kAll : 1u;  // codec 0 only, or both
+        const double a = s.predict(b_opt, CollKind::Allreduce, bytes, eligible) / k.f;
+        const double mpi = s.predict(Option{}, CollKind::Allreduce, bytes, eligible);
+        ASSERT_LT(a, 0.5 * mpi);
+        if (k.tried_alternative)
+            s.calibrate(CollKind::Allreduce, bytes, eligible, c_opt, Observation{0.89 * a, 0, 1});
+        int pays_from = 0, moved_at = 0;
+        Option moved_to;
+        double wait = 0;
+        for (int call = 1; call <= 60 && !moved_at; ++call) {
+            const double ta = s.predict(a_opt, CollKind::Allreduce, bytes, eligible);
+            const double tb = s.predict(b_opt, CollKind::Allreduce, bytes, eligible);
+            if (!pays_from && tb < (1.0 - Selector::kSwitchMargin) * ta) pays_from = call;
+            wait = std::ceil(Selector::kTryCalls * std::max(0.0, Selector::kConfirmAbove * tb - ta) / (ta - tb));
+            bool probe = false;
+            const Option o = s.choose(CollKind::Allreduce, bytes, eligible, nullptr, nullptr, &probe);
+            if (call == 1) {
+                ASSERT_EQ(o, a_opt) << s.summary("");
+            } else if (!(o == a_opt)) {
+                moved_at = call;
+                moved_to = o;
+            }
+            if (probe) {
+                s.observe_mpi(CollKind::Allreduce, bytes, eligible, mpi);
+            } else if (o == a_opt) {
+                s.observe(CollKind::Allreduce, bytes, eligible, o, Observation{a, 0, 1});
+            }
+        }
+        ASSERT_GT(pays_from, 0) << k.f << s.summary("");
+        ASSERT_GT(moved_at, 0) << k.f << s.summary("");
+        if (k.tried_alternative) {
+            EXPECT_EQ(moved_to, c_opt) << s.summary("");
+            EXPECT_LT(moved_at, int(wait)) << s.summary("");
+        } else if (k.f > 0.5) {
+            EXPECT_EQ(moved_to, b_opt) << s.summary("");
+            EXPECT_GT(moved_at, pays_from) << s.summary("");
+            EXPECT_GE(moved_at, int(wait)) << s.summary("");
+        } else {
+            EXPECT_EQ(moved_to, b_opt) << s.summary("");
+            EXPECT_EQ(moved_at, pays_from) << s.summary("");
+        }
+    }
+}
+
 TEST(Selection, TheMpiLibraryAtASetUpSizeKeepsTheSetUpsTimeAsACeiling) {
     // The set-up timed the MPI library at 64 KiB, 256 KiB and 1 MiB; the
     // 64 and 128 KiB classes' calls then take 1.8 times that curve.  An

@@ -395,30 +395,57 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     // library's goes to the MPI library, and the gap between the two
     // thresholds keeps a class from alternating.
     const bool engine_pays = best > 0 && best_t < (1.0 - kSwitchMargin) * mpi_t;
+    // A decided class's move to engine option best, predicted against
+    // now_t, that waits for its gain to cover a try (calls_before_trying):
+    // the call it waits for, else 0.
+    auto bet_waits_for = [&](double now_t) -> uint64_t {
+        const uint64_t from = calls_before_trying(c, best, best_t, now_t, bytes);
+        return c.calls < from ? from : 0;
+    };
+    auto defer = [&](uint64_t from, double now_t) {
+        c.try_from = from;
+        if (why && from != deferred_to)
+            *why = option_name(c.choice) + " kept: " + option_name(all_[best]) + " predicted " +
+                   time_text(best_t) + " against " + time_text(now_t) +
+                   ", not tried in this class, is from call " + std::to_string(from) + " should that hold";
+    };
     bool move = !c.decided || !current_allowed;
     if (move) {
         if (!engine_pays) best = 0;
     } else if (!c.choice.engine) {
         move = engine_pays;
         if (move) {
-            const uint64_t from = calls_before_trying(c, best, best_t, mpi_t, bytes);
-            if (c.calls < from) {
+            if (const uint64_t from = bet_waits_for(mpi_t)) {
                 move = false;
-                c.try_from = from;
-                if (why && from != deferred_to)
-                    *why = option_name(c.choice) + " kept: " + option_name(all_[best]) + " predicted " +
-                           time_text(best_t) + " against " + time_text(mpi_t) +
-                           ", not tried in this class, is from call " + std::to_string(from) +
-                           " should that hold";
+                defer(from, mpi_t);
             }
         }
     } else {
         const double current_t = predict_in(&c, c.choice, kind, bytes);
+        // Where the move to best waits, the fastest option the class has
+        // measured, should it pay against now_t; else -1.
+        auto tried_instead = [&](double now_t) {
+            const int tried = fastest_measured(c, bytes);
+            return tried > 0 && predict_in(&c, all_[tried], kind, bytes) < (1.0 - kSwitchMargin) * now_t ? tried
+                                                                                                         : -1;
+        };
         if (mpi_t <= current_t) {  // to the MPI library, or to an engine option that pays
             if (!engine_pays) best = 0;
+            if (best > 0 && bet_waits_for(mpi_t)) best = std::max(0, tried_instead(mpi_t));
             move = true;
         } else {
             move = !(all_[best] == c.choice) && best_t < (1.0 - kSwitchMargin) * current_t;
+            if (move) {
+                if (const uint64_t from = bet_waits_for(current_t)) {
+                    const int tried = tried_instead(current_t);
+                    if (tried > 0) {
+                        best = tried;
+                    } else {  // the choice stays until the bet is covered
+                        move = false;
+                        defer(from, current_t);
+                    }
+                }
+            }
         }
     }
     if (move) {
@@ -913,14 +940,39 @@ bool Selector::moves_off_engine(const Class &c, int i, size_t bytes, double seco
 // before it.  Without either term the class moves at once: an option it
 // has measured, or one predicted at half the MPI library's time or less
 // at a size whose first touches are behind the engine.
-uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, double mpi_t, size_t bytes) const {
-    const double gain = mpi_t - option_t;
+//
+// A move from one engine option to another the class has not run is the
+// same bet, now_t the time of the option it runs.  Seen on 2 ranks over
+// shared memory at 32 MiB with quantize:bits=8 (Open MPI 83 ms a call):
+// the class moved to the codec's ring and measured it at 9.4 ms; then each
+// untried option, extrapolated from the calibration's 1 MiB at 8.1-9.0,
+// passed the 10% margin against the option running, and the class toured
+// all four.  Each first call cost 18-37 ms more than its later ones, each
+// measured call 14-18 ms, and the tour 136 ms over 24 calls.  Where such a
+// move waits, a class that must leave its option takes the fastest one it
+// has measured, should that pay (fastest_measured()).
+uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, double now_t, size_t bytes) const {
+    const double gain = now_t - option_t;
     if (!(gain > 0)) return 0;
     double loss = 0;
     if (!c.engine_ran && bytes > engine_largest_) loss += first_touch_seconds(double(bytes));
-    if (c.measured[size_t(i)].seconds < 0) loss += kTryCalls * std::max(0.0, kConfirmAbove * option_t - mpi_t);
+    if (c.measured[size_t(i)].seconds < 0) loss += kTryCalls * std::max(0.0, kConfirmAbove * option_t - now_t);
     if (!(loss > 0)) return 0;
     return uint64_t(std::min(std::ceil(loss / gain), 1e15));
+}
+
+int Selector::fastest_measured(const Class &c, size_t bytes) const {
+    int best = -1;
+    double best_t = INFINITY;
+    for (size_t i = 1; i < all_.size(); ++i) {
+        if (all_[i] == c.choice || c.measured[i].seconds < 0 || !allows(all_[i], c.kind, c.eligible)) continue;
+        const double t = predict_in(&c, all_[i], c.kind, bytes);
+        if (t < best_t) {
+            best_t = t;
+            best = int(i);
+        }
+    }
+    return best;
 }
 
 // One touch of fresh memory per byte of the call, at the set-up's rate

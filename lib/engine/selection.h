@@ -256,7 +256,7 @@ private:
         bool early_engine = false;       // whether the class started on the engine
         bool engine_ran = false;         // choose() has given it the engine
         bool warm_up = false;            // its first engine call, not measured (record())
-        uint64_t try_from = 0;           // a move off the MPI library deferred to this call (0: none)
+        uint64_t try_from = 0;           // a move to an untried option deferred to this call (0: none)
         double local_seconds = 0;        // sum over calls, this rank's clock
         std::vector<Measured> measured;  // per option index: agreed moving estimate
         double held_mpi = -1;            // seconds of an MPI probe awaiting its second (observe_mpi), < 0 none
@@ -330,10 +330,13 @@ private:
     // Calls of the MPI library a probe on its first call at a size costs:
     // CostInputs::pmpi_first within [1, kFirstCallCostMax].
     double first_call_cost() const;
-    // The call from which class c, on the MPI library, may move to engine
-    // option i predicted at option_t against the MPI library's mpi_t, for
-    // calls of `bytes` (0: at once).
-    uint64_t calls_before_trying(const Class &c, int i, double option_t, double mpi_t, size_t bytes) const;
+    // The call from which class c may move to engine option i predicted at
+    // option_t, from the option it runs (the MPI library or another engine
+    // option) predicted at now_t, for calls of `bytes` (0: at once).
+    uint64_t calls_before_trying(const Class &c, int i, double option_t, double now_t, size_t bytes) const;
+    // The engine option other than c's choice that c has measured and that
+    // is predicted fastest for calls of `bytes`; < 0 when none.
+    int fastest_measured(const Class &c, size_t bytes) const;
     // What a call's first touches of `bytes` of fresh memory cost.
     double first_touch_seconds(double bytes) const;
     // Whether class c, on engine option i, would leave it were a call of
