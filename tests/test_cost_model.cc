@@ -505,10 +505,11 @@ TEST(Selection, AnUnmeasuredTwoLevelOptionCarriesItsCodecRingsExcess) {
 
 TEST(Selection, MpiReMeasuredWhileItIsChosen) {
     // The set-up measurement made the MPI library look twice as fast as the
-    // engine; it really takes three times the engine's time.  Its 3rd call
-    // (kEarlyProbe: the class started on the MPI library; the first past
-    // Open MPI's first two at the size) and its 8th are timed
-    // (probe_mpi); the 8th's time moves the class to the engine.
+    // engine; it really takes three times the engine's time.  Its 2nd and
+    // 3rd calls (the class started on the MPI library at a size the set-up
+    // did not run it at; kEarlyProbe the first past Open MPI's first two
+    // at the size) and its 8th are timed (probe_mpi); the 8th's time moves
+    // the class to the engine.
     const size_t bytes = 4 << 20;
     Selector s = with_mpi_gap(0.5, bytes);
     const Option engine{true, 0, Schedule::Ring};
@@ -518,7 +519,9 @@ TEST(Selection, MpiReMeasuredWhileItIsChosen) {
         bool probe = false;
         o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
         ASSERT_FALSE(o.engine) << call;
-        EXPECT_EQ(probe, call == int(Selector::kEarlyProbe) || call == int(Selector::kProbeEvery)) << call;
+        EXPECT_EQ(probe, call == int(Selector::kMpiFirstCalls) || call == int(Selector::kEarlyProbe) ||
+                             call == int(Selector::kProbeEvery))
+            << call;
         EXPECT_EQ(s.probe_runs_first_calls(CollKind::Allreduce, bytes, kAll), call <= 2) << call;
     }
     // Six times the estimate: held back, and the next call probes again.
@@ -528,6 +531,39 @@ TEST(Selection, MpiReMeasuredWhileItIsChosen) {
     ASSERT_TRUE(probe);
     s.observe_mpi(CollKind::Allreduce, bytes, kAll, 3.2 * engine_t);
     EXPECT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
+}
+
+TEST(Selection, AFarSlowerSecondCallAtASizeTheSetUpDidNotRunIsHeldForTheThird) {
+    // The set-up did not run the MPI library at 4 MiB; its curve puts it
+    // at half the engine's time, and it really takes 20 times that (Open
+    // MPI above 16 MiB on this project's host).  The class starts on it
+    // and probes its 2nd call (one of the first calls there, which alone
+    // only bound it from above) and its 3rd: the 2nd's time, far above
+    // the estimate, is held, the 3rd's confirms it, and the 4th call runs
+    // the engine.  Where the 3rd finds the usual time, the 2nd's was its
+    // first touches: the faster counts and the class stays.
+    const size_t bytes = 4 << 20;
+    for (const double third : {20.0, 1.0}) {
+        Selector s = with_mpi_gap(0.5, bytes);
+        const Option mpi{};
+        const double u = s.predict(mpi, CollKind::Allreduce, bytes, kAll);
+        std::vector<int> probed;
+        for (int call = 1; call <= 3; ++call) {
+            bool probe = false;
+            ASSERT_FALSE(s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe).engine) << call;
+            if (!probe) continue;
+            probed.push_back(call);
+            const bool first = s.probe_runs_first_calls(CollKind::Allreduce, bytes, kAll);
+            EXPECT_EQ(first, call <= int(Selector::kMpiFirstCalls)) << call;
+            s.observe_mpi(CollKind::Allreduce, bytes, kAll, (first ? 25.0 : third) * u, first);
+            if (first) {
+                EXPECT_DOUBLE_EQ(s.predict(mpi, CollKind::Allreduce, bytes, kAll), u);  // held
+            }
+        }
+        EXPECT_EQ(probed, (std::vector<int>{2, 3}));
+        EXPECT_EQ(s.choose(CollKind::Allreduce, bytes, kAll).engine, third > 1) << s.summary("");
+        EXPECT_NEAR(s.predict(mpi, CollKind::Allreduce, bytes, kAll), third * u, 1e-9 * u);
+    }
 }
 
 TEST(Selection, OneSlowMpiProbeMovesNothing) {

@@ -152,7 +152,8 @@ public:
     // its choice changed, or later where the engine chosen is k times
     // faster: (k - 1) / kProbeShare calls; then at gaps doubling up to
     // kProbeMax; and a class whose first choice is the MPI library at its
-    // call kEarlyProbe too, or at its 1st where the set-up read that size
+    // call kEarlyProbe too (and at its kMpiFirstCalls-th, where the set-up
+    // did not run the MPI library at its size), or at its 1st where the set-up read that size
     // inside a shaper's burst (drained_at_setup()), as does one whose first is an engine option
     // less than kEarlyProbeBelow times faster while no class of its kind
     // has measured the MPI library) on which a
@@ -213,9 +214,11 @@ public:
     // first touch of a page takes 14.5 us), so such a time only bounds
     // the MPI library's from above: it lowers an estimate above it (a
     // disturbed set-up, which the early probe of an engine class is for)
-    // and is dropped otherwise.  Counted, it sent classes to an engine
-    // option slower than Open MPI, and through measured_near their
-    // neighbours too.
+    // and is dropped otherwise, unless more than kConfirmAbove times the
+    // estimate on a class running the MPI library: then it is held for a
+    // later probe to confirm, the faster counting.  Counted, it sent
+    // classes to an engine option slower than Open MPI, and through
+    // measured_near their neighbours too.
     void observe_mpi(CollKind kind, size_t bytes, uint32_t eligible, double seconds, bool first_calls = false);
     // Whether the call choose() last gave this class the MPI library on
     // was one of its first kMpiFirstCalls (observe_mpi()'s first_calls).
