@@ -566,6 +566,52 @@ TEST(Selection, AFarSlowerSecondCallAtASizeTheSetUpDidNotRunIsHeldForTheThird) {
     }
 }
 
+TEST(Selection, ATieBetweenOptionsMeasuredAtTheClassSizeIsSettledByItsOwnCalls) {
+    // The calibration timed the lossless ring at T and recursive doubling
+    // at 1.004 T at 64 KiB; in a loop they take 0.8 T and 0.65 T.  The
+    // class starts on the ring (ties go to the earlier), and once the
+    // ring has a measured call of its own runs recursive doubling (no
+    // warm-up: the calibration ran it at this size), twice since it is
+    // fast, and moves to it.  Calibrated at 1.25 T it is no tie: nothing
+    // runs it in the class's first 30 calls (explorations start later).
+    const size_t bytes = 64 << 10;
+    const Option ring{true, 0, Schedule::Ring}, rd{true, 0, Schedule::RecursiveDoubling};
+    for (const double rd_calibrated : {1.004, 1.25}) {
+        Selector s = with_mpi_gap(2.0, bytes);
+        const double t = s.predict(ring, CollKind::Allreduce, bytes, kAll);
+        s.calibrate(CollKind::Allreduce, bytes, kAll, ring, Observation{t, 0, 1});
+        s.calibrate(CollKind::Allreduce, bytes, kAll, rd, Observation{rd_calibrated * t, 0, 1});
+        int rd_from = 0, rd_calls = 0;
+        Option o;
+        for (int call = 1; call <= 30; ++call) {
+            bool probe = false;
+            o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+            ASSERT_TRUE(o.engine) << call;
+            if (call == 1) {
+                EXPECT_EQ(o, ring);
+            }
+            if (probe) {
+                s.observe_mpi(CollKind::Allreduce, bytes, kAll, 2.0 * t);
+                continue;
+            }
+            if (o == rd) {
+                rd_calls++;
+                if (!rd_from) rd_from = call;
+            }
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{(o == rd ? 0.65 : 0.8) * t, 0, 1});
+        }
+        if (rd_calibrated < 1.1) {
+            EXPECT_GT(rd_from, 2) << s.summary("");  // after the ring's warm-up and a measured call
+            EXPECT_LE(rd_from, 5) << s.summary("");
+            EXPECT_EQ(o, rd) << s.summary("");
+            EXPECT_GT(rd_calls, 20) << s.summary("");
+        } else {
+            EXPECT_EQ(rd_calls, 0) << s.summary("");
+            EXPECT_EQ(o, ring) << s.summary("");
+        }
+    }
+}
+
 TEST(Selection, OneSlowMpiProbeMovesNothing) {
     // The MPI library's estimate is right; one probe lands on a preempted
     // call (3x).  The class probes again at once, finds the usual time,

@@ -500,6 +500,14 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             c.next = o;
         }
     }
+    // A first decision between two engine options the calibration timed
+    // at this class's size within the margin: a tie (explore_tie()).
+    if (move && c.changes == 0 && c.choice.engine && c.next.engine && c.next_predicted >= 0) {
+        const int r = option_index(c.next), k = option_index(c.choice);
+        if (r > 0 && k > 0 && c.measured[size_t(r)].calibration && c.measured[size_t(k)].calibration &&
+            c.next_predicted - c.predicted <= kSwitchMargin * c.predicted)
+            c.tie = r;
+    }
     return finish(move, speedup);
 }
 
@@ -520,6 +528,38 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
 // never explore.  One option is explored at a time, only where predicted
 // within kExploreWithin of the choice (below: which).  The MPI library is
 // re-measured by the probes (next_probe()), not here.
+// Two engine options that the calibration ran at the class's size and that
+// it timed within kSwitchMargin of each other are a tie the model cannot
+// break: which one the class runs is the order ties are broken in.  Seen
+// at 1 Gbit/s on 2 ranks, 64 KiB, quantize:bits=8: the ring calibrated at
+// 265 us and recursive doubling at 264; in a loop the ring takes 190-230
+// and recursive doubling 170, and the class ran the ring for good
+// (explorations start after kExploreAfter calls, a benchmark makes 22).
+// So the first decision notes such a runner-up (choose()), and once the
+// choice has a measured call of its own the class runs the runner-up once
+// (twice should it be fast enough to move the class, the slower counting,
+// as any exploration).  Its warm-up is behind it where the calibration ran
+// a call as large; a try that loses costs about the margin, since the
+// runner-up was timed here under the choice's conditions.
+bool Selector::explore_tie(Class &c, size_t bytes, Option *o, std::string *why) {
+    if (c.tie < 0 || !c.choice.engine || c.recent_n < 1) return false;
+    const int r = c.tie;
+    c.tie = -1;
+    if (all_[r] == c.choice || !allows(all_[r], c.kind, c.eligible)) return false;
+    const double current = predict_in(&c, c.choice, c.kind, bytes);
+    const double runner_up = predict_in(&c, all_[r], c.kind, bytes);
+    c.explore = r;
+    c.explore_warm = c.measured[size_t(r)].bytes < double(bytes);
+    c.explore_calls = c.explore_warm ? 1 : 0;
+    c.explorations++;
+    *o = all_[r];
+    if (why)
+        *why = "explores " + option_name(*o) + " (predicted " + time_text(runner_up) + ", " +
+               option_name(c.choice) + " " + time_text(current) + ": a tie at the calibration" +
+               (c.explore_warm ? "; its warm-up call)" : ")");
+    return true;
+}
+
 bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
     if (c.explore >= 0) {
         // Its measured call; it is over should the class have moved to
@@ -535,6 +575,7 @@ bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
         c.explore = -1;
         c.explore_warm = false;
     }
+    if (explore_tie(c, bytes, o, why)) return true;
     if (c.calls < c.explore_next) return false;
     const double current = predict_in(&c, c.choice, c.kind, bytes);
     // The fastest option the class has no time of its own for comes first,
@@ -763,7 +804,7 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     const double m = model(o, kind, bytes);
     if (!(m > 0)) return;
     const double sample = clamp_correction(seconds / m);
-    blend_into(class_of(kind, bytes, eligible), i, sample * m, double(bytes), calibrating);
+    blend_into(class_of(kind, bytes, eligible), i, sample * m, double(bytes), calibrating, calibrating);
     // A calibration sample replaces the default 1 outright; calibrate() is
     // fed sizes in increasing order, so the largest one measured sets the
     // correction of kinds no class has measured.
@@ -789,10 +830,17 @@ double Selector::recent_ratio(const Class &c) {
     return (sum - top) / (kRecent - 1);
 }
 
-void Selector::blend_into(Class &c, int i, double seconds, double bytes, bool replace) {
+// The calibration ran each option on data of its own before the first
+// call (runtime/engine_calibration.h), so the class's first call of the
+// option replaces its time, as an operation's first codec sample replaces
+// the calibration's (record()).  Blended with it, a loop's calls came
+// through too slowly to break a tie: at 1 Gbit/s on 2 ranks, 64 KiB,
+// recursive doubling calibrated at 264 us and took 170 in a loop, and two
+// such calls moved its estimate only to 240, above the ring's.
+void Selector::blend_into(Class &c, int i, double seconds, double bytes, bool replace, bool calibrating) {
     Measured &m = c.measured[i];
-    if (m.seconds < 0 || replace) {
-        m = Measured{seconds, bytes};
+    if (m.seconds < 0 || replace || m.calibration) {
+        m = Measured{seconds, bytes, calibrating};
         return;
     }
     const Option &o = all_[i];

@@ -241,6 +241,7 @@ private:
     struct Measured {
         double seconds = -1;  // < 0: none
         double bytes = 0;
+        bool calibration = false;  // the calibration's alone (blend_into())
     };
     struct Class {
         CollKind kind;
@@ -283,6 +284,10 @@ private:
         int explore_calls = 0;
         bool explore_warm = false;
         uint64_t explore_from = 0, explore_scale = 1, explore_next = kExploreAfter, explorations = 0;
+        // The runner-up of its first decision where that was a tie between
+        // two engine options calibrated at its size (explore_tie()), until
+        // explored; < 0 none.
+        int tie = -1;
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
         uint64_t seen_generation = UINT64_MAX;
@@ -350,8 +355,10 @@ private:
     // The mean of c's last kRecent calls of its choice without the slowest
     // one, as a ratio to the model; < 0 until there are kRecent.
     static double recent_ratio(const Class &c);
-    // Moves a class's estimate of option i towards a new sample.
-    void blend_into(Class &c, int i, double seconds, double bytes, bool replace);
+    // Moves a class's estimate of option i towards a new sample (replace:
+    // takes it outright; calibrating: a calibration's sample, which the
+    // class's first call of the option replaces).
+    void blend_into(Class &c, int i, double seconds, double bytes, bool replace, bool calibrating = false);
     bool allows(const Option &o, CollKind kind, uint32_t eligible) const;
     void record(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob,
                 bool calibrating);
@@ -359,6 +366,8 @@ private:
     void next_probe(Class &c, bool moved, bool *probe_mpi, double speedup);
     // Whether this call of class c explores, and then which option (*o).
     bool explore(Class &c, size_t bytes, Option *o, std::string *why);
+    // explore()'s early case: a tie at the first decision (Class::tie).
+    bool explore_tie(Class &c, size_t bytes, Option *o, std::string *why);
 
     CostInputs in_;
     std::vector<CodecModel> codecs_;
