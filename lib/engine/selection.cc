@@ -511,23 +511,6 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     return finish(move, speedup);
 }
 
-// An exploration costs two calls of the option (a warm-up and a measured
-// one) instead of the choice's.  Should the option really take kConfirmAbove
-// times its estimate, that is 2 (kConfirmAbove t - t_choice) more; the
-// class explores once it has run that many times over 1 / kExploreShare
-// calls since its last exploration (never before kExploreAfter), and each
-// exploration doubles the next one's gap (up to kExploreBackoff times), so
-// that a class whose options are all known pays less and less.  Measured
-// on 4 ranks sharing 2 cores at 10 Gbit/s: the set-up probe read the ring
-// at 197-3280 MB/s from run to run and the codec at 0.4-2 ns/byte, so in
-// some runs classes from 1 MiB up predicted the codec at twice what it
-// takes, within the MPI library's margin, and ran the MPI library for
-// good where the codec is 1.2-2.3 times faster.  Explorations on every
-// call of a short run (the trials of 20a7950, reverted) cost a benchmark
-// on shared memory 14-17%: here a benchmark's 20-110 calls per size
-// never explore.  One option is explored at a time, only where predicted
-// within kExploreWithin of the choice (below: which).  The MPI library is
-// re-measured by the probes (next_probe()), not here.
 // Two engine options that the calibration ran at the class's size and that
 // it timed within kSwitchMargin of each other are a tie the model cannot
 // break: which one the class runs is the order ties are broken in.  Seen
@@ -560,6 +543,23 @@ bool Selector::explore_tie(Class &c, size_t bytes, Option *o, std::string *why) 
     return true;
 }
 
+// An exploration costs two calls of the option (a warm-up and a measured
+// one) instead of the choice's.  Should the option really take kConfirmAbove
+// times its estimate, that is 2 (kConfirmAbove t - t_choice) more; the
+// class explores once it has run that many times over 1 / kExploreShare
+// calls since its last exploration (never before kExploreAfter), and each
+// exploration doubles the next one's gap (up to kExploreBackoff times), so
+// that a class whose options are all known pays less and less.  Measured
+// on 4 ranks sharing 2 cores at 10 Gbit/s: the set-up probe read the ring
+// at 197-3280 MB/s from run to run and the codec at 0.4-2 ns/byte, so in
+// some runs classes from 1 MiB up predicted the codec at twice what it
+// takes, within the MPI library's margin, and ran the MPI library for
+// good where the codec is 1.2-2.3 times faster.  Explorations on every
+// call of a short run (the trials of 20a7950, reverted) cost a benchmark
+// on shared memory 14-17%: here a benchmark's 20-110 calls per size
+// never explore.  One option is explored at a time, only where predicted
+// within kExploreWithin of the choice (below: which).  The MPI library is
+// re-measured by the probes (next_probe()), not here.
 bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
     if (c.explore >= 0) {
         // Its measured call; it is over should the class have moved to
