@@ -425,9 +425,9 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
         // Where the move to best waits, the fastest option the class has
         // measured, should it pay against now_t; else -1.
         auto tried_instead = [&](double now_t) {
-            const int tried = fastest_measured(c, bytes);
-            return tried > 0 && predict_in(&c, all_[tried], kind, bytes) < (1.0 - kSwitchMargin) * now_t ? tried
-                                                                                                         : -1;
+            double tried_t = INFINITY;
+            const int tried = fastest_measured(c, bytes, &tried_t);
+            return tried > 0 && tried_t < (1.0 - kSwitchMargin) * now_t ? tried : -1;
         };
         if (mpi_t <= current_t) {  // to the MPI library, or to an engine option that pays
             if (!engine_pays) best = 0;
@@ -531,16 +531,21 @@ bool Selector::explore_tie(Class &c, size_t bytes, Option *o, std::string *why) 
     if (all_[r] == c.choice || !allows(all_[r], c.kind, c.eligible)) return false;
     const double current = predict_in(&c, c.choice, c.kind, bytes);
     const double runner_up = predict_in(&c, all_[r], c.kind, bytes);
-    c.explore = r;
-    c.explore_warm = c.measured[size_t(r)].bytes < double(bytes);
-    c.explore_calls = c.explore_warm ? 1 : 0;
-    c.explorations++;
-    *o = all_[r];
+    const bool warm = c.measured[size_t(r)].bytes < double(bytes);
+    *o = start_exploration(c, r, warm);
     if (why)
         *why = "explores " + option_name(*o) + " (predicted " + time_text(runner_up) + ", " +
                option_name(c.choice) + " " + time_text(current) + ": a tie at the calibration" +
-               (c.explore_warm ? "; its warm-up call)" : ")");
+               (warm ? "; its warm-up call)" : ")");
     return true;
+}
+
+Option Selector::start_exploration(Class &c, int i, bool warm_up) {
+    c.explore = i;
+    c.explore_warm = warm_up;
+    c.explore_calls = warm_up ? 1 : 0;  // the measured call after the warm-up
+    c.explorations++;
+    return all_[i];
 }
 
 // An exploration costs two calls of the option (a warm-up and a measured
@@ -607,14 +612,10 @@ bool Selector::explore(Class &c, size_t bytes, Option *o, std::string *why) {
         c.explore_next = c.explore_from + uint64_t(std::min(gap, 1e15));
         return false;
     }
-    c.explore = best;
-    c.explore_calls = 1;
-    c.explore_warm = true;
+    *o = start_exploration(c, best, true);
     c.engine_ran = true;  // the class's memory is touched: a later move to the engine needs no warm-up
-    c.explorations++;
     c.explore_from = c.calls;
     c.explore_scale = std::min(2 * c.explore_scale, kExploreBackoff);
-    *o = all_[best];
     if (why)
         *why = "explores " + option_name(*o) + " (predicted " + time_text(best_t) + ", " + option_name(c.choice) +
                " " + time_text(current) + "; its warm-up call)";
@@ -1037,14 +1038,13 @@ uint64_t Selector::calls_before_trying(const Class &c, int i, double option_t, d
     return uint64_t(std::min(std::ceil(loss / gain), 1e15));
 }
 
-int Selector::fastest_measured(const Class &c, size_t bytes) const {
+int Selector::fastest_measured(const Class &c, size_t bytes, double *t_out) const {
     int best = -1;
-    double best_t = INFINITY;
     for (size_t i = 1; i < all_.size(); ++i) {
         if (all_[i] == c.choice || c.measured[i].seconds < 0 || !allows(all_[i], c.kind, c.eligible)) continue;
         const double t = predict_in(&c, all_[i], c.kind, bytes);
-        if (t < best_t) {
-            best_t = t;
+        if (t < *t_out) {
+            *t_out = t;
             best = int(i);
         }
     }

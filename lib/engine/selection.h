@@ -343,8 +343,9 @@ private:
     // option) predicted at now_t, for calls of `bytes` (0: at once).
     uint64_t calls_before_trying(const Class &c, int i, double option_t, double now_t, size_t bytes) const;
     // The engine option other than c's choice that c has measured and that
-    // is predicted fastest for calls of `bytes`; < 0 when none.
-    int fastest_measured(const Class &c, size_t bytes) const;
+    // is predicted fastest for calls of `bytes`, below *t (set to its
+    // prediction); < 0 when none.
+    int fastest_measured(const Class &c, size_t bytes, double *t) const;
     // What a call's first touches of `bytes` of fresh memory cost.
     double first_touch_seconds(double bytes) const;
     // Whether class c, on engine option i, would leave it were a call of
@@ -368,6 +369,9 @@ private:
     bool explore(Class &c, size_t bytes, Option *o, std::string *why);
     // explore()'s early case: a tie at the first decision (Class::tie).
     bool explore_tie(Class &c, size_t bytes, Option *o, std::string *why);
+    // Makes option i class c's exploration, from this call (a warm-up
+    // first, or the measured call at once); returns the option.
+    Option start_exploration(Class &c, int i, bool warm_up);
 
     CostInputs in_;
     std::vector<CodecModel> codecs_;

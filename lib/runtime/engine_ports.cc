@@ -3,6 +3,7 @@
 
 #include "runtime/node_reduce_scatter.h"
 #include "transport/ucx_transport.h"
+#include "util/dtype.h"
 
 #include <limits>
 #include <memory>
@@ -89,10 +90,10 @@ public:
     Status iallreduce(const void *in, void *out, size_t count, terse_dtype_t dtype, terse_op_t op,
                       ControlRequest *r) override {
         MPI_Datatype t = mpi_type(dtype);
-        if (t == MPI_DATATYPE_NULL || count > size_t(std::numeric_limits<int>::max()))
+        if (t == MPI_DATATYPE_NULL) return dtype_not_carried("control allreduce", dtype);
+        if (count > size_t(std::numeric_limits<int>::max()))
             return set_error(TERSE_ERR_UNSUPPORTED,
-                             "terse control allreduce: %zu elements of dtype %d not supported", count,
-                             int(dtype));
+                             "terse control allreduce: %zu elements, more than an int counts", count);
         r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
         const Post p{r, in == out ? MPI_IN_PLACE : in, out, int(count), t, mpi_op(op)};
         if (deferring_) {
@@ -112,9 +113,7 @@ public:
     Status ireduce_scatter(const void *in, void *out, const int *counts, terse_dtype_t dtype, terse_op_t op,
                            ControlRequest *r) override {
         MPI_Datatype t = mpi_type(dtype);
-        if (t == MPI_DATATYPE_NULL)
-            return set_error(TERSE_ERR_UNSUPPORTED, "terse node reduce-scatter: dtype %d not supported",
-                             int(dtype));
+        if (t == MPI_DATATYPE_NULL) return dtype_not_carried("node reduce-scatter", dtype);
         MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
         // Complete before returning: test() finds the request inactive.
         if (blocking_node_) return node_rs_->run(comm_, in, out, counts, dtype, op);
@@ -128,8 +127,7 @@ public:
     Status iallgatherv(void *buf, const int *counts, const int *displs, terse_dtype_t dtype,
                        ControlRequest *r) override {
         MPI_Datatype t = mpi_type(dtype);
-        if (t == MPI_DATATYPE_NULL)
-            return set_error(TERSE_ERR_UNSUPPORTED, "terse node allgather: dtype %d not supported", int(dtype));
+        if (t == MPI_DATATYPE_NULL) return dtype_not_carried("node allgather", dtype);
         MPI_Request *req = r->storage.emplace<MPI_Request>(MPI_REQUEST_NULL);
         if (blocking_node_) {
             int rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, t, comm_);
@@ -226,6 +224,12 @@ MPI_Datatype mpi_type(terse_dtype_t dt) {
     case TERSE_DTYPE_INT64: return MPI_INT64_T;
     default: return MPI_DATATYPE_NULL;
     }
+}
+
+Status dtype_not_carried(const char *what, terse_dtype_t dt) {
+    return set_error(TERSE_ERR_UNSUPPORTED,
+                     "terse %s: dtype %s not supported (float32, float64, int32 and int64 are)", what,
+                     dtype_name(unsigned(dt)));
 }
 
 MPI_Op mpi_op(terse_op_t op) {

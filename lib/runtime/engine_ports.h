@@ -20,6 +20,9 @@ std::unique_ptr<Control> make_mpi_control(MPI_Comm comm);
 // int32, int64), else MPI_DATATYPE_NULL; the MPI op of an op.
 MPI_Datatype mpi_type(terse_dtype_t dt);
 MPI_Op mpi_op(terse_op_t op);
+// TERSE_ERR_UNSUPPORTED with a message naming `what` (e.g. "node
+// reduce-scatter"), dt, and the dtypes mpi_type() maps.
+Status dtype_not_carried(const char *what, terse_dtype_t dt);
 
 // The node stages of the two-level schedule (runtime/node_layout.h): like
 // make_mpi_control, but ireduce_scatter and iallgatherv block and return
@@ -29,8 +32,9 @@ MPI_Op mpi_op(terse_op_t op);
 // Not the MPI library's non-blocking collectives: Open MPI 4.1's (libnbc)
 // move only inside MPI calls and take another algorithm: on 2 ranks over
 // shared memory, 16 MiB of floats took 72-82 ms in MPI_Ireduce_scatter +
-// MPI_Wait against 3.2-3.6 ms in MPI_Reduce_scatter.  Only for communicators whose collectives run on the
-// application thread inside a blocking call (the two-level schedule runs
+// MPI_Wait against 3.2-3.6 ms in MPI_Reduce_scatter.  Only for
+// communicators whose collectives run on the application thread inside a
+// blocking call (the two-level schedule runs
 // no other: terse(7), TWO-LEVEL SCHEDULE); the requests' other users see a
 // request that completed at once, which the Control contract allows.
 std::unique_ptr<Control> make_node_mpi_control(MPI_Comm comm);

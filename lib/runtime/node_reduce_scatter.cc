@@ -27,10 +27,7 @@ Status mpi_failed(const char *call, int peer, int rc) {
 Status NodeReduceScatter::run(MPI_Comm comm, const void *in, void *out, const int *counts, terse_dtype_t dt,
                               terse_op_t op) {
     const MPI_Datatype t = mpi_type(dt);
-    if (t == MPI_DATATYPE_NULL)
-        return set_error(
-            TERSE_ERR_UNSUPPORTED,
-            "terse node reduce-scatter: dtype %d not supported (float32, float64, int32 and int64 are)", int(dt));
+    if (t == MPI_DATATYPE_NULL) return dtype_not_carried("node reduce-scatter", dt);
     int me = 0, size = 1;
     PMPI_Comm_rank(comm, &me);
     PMPI_Comm_size(comm, &size);
