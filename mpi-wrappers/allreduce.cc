@@ -33,7 +33,10 @@ auto allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
     return run_collective(comm, a, bytes, "MPI_Allreduce", allreduce_call(sendbuf, recvbuf, count, dt, op, comm));
 }
 
-inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+// Steps 1 and 2, out of line so that step 0 in allreduce() needs no stack
+// frame: a small call is a tail call to PMPI.
+[[gnu::noinline]] int allreduce_mapped(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                                       MPI_Comm comm) {
     CollArgs a;
     size_t bytes = 0;
     const bool takes = map_allreduce(sendbuf, recvbuf, count, dt, op, &a, &bytes);
@@ -42,6 +45,11 @@ inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
         return pass_staged(comm, "MPI_Allreduce", allreduce_call(sendbuf, recvbuf, count, dt, op, comm));
     }
     return allreduce_examined(sendbuf, recvbuf, count, dt, op, comm, a, bytes);
+}
+
+inline int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    if (pass_small(count)) return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+    return allreduce_mapped(sendbuf, recvbuf, count, dt, op, comm);
 }
 
 }  // namespace

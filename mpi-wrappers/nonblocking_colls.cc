@@ -13,6 +13,7 @@ using namespace terse;
 extern "C" int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                               MPI_Comm comm, MPI_Request *request) {
     const int prio = nb_take_priority(comm);
+    if (pass_small(count)) return PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, request);
     const auto m = mpi_call(
         sendbuf, recvbuf,
         [&](const void *s, void *r) { return PMPI_Iallreduce(s, r, count, dt, op, comm, request); },
@@ -62,6 +63,8 @@ extern "C" int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int
 extern "C" int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
     const int prio = nb_take_priority(comm);
+    if (pass_small(recvcount))
+        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     const auto m = mpi_call(
         sendbuf, recvbuf,
         [&](const void *s, void *r) {

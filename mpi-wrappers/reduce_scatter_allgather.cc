@@ -39,6 +39,8 @@ extern "C" int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int 
 
 extern "C" int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    if (pass_small(recvcount))
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     const auto m = mpi_call(
         sendbuf, recvbuf,
         [&](const void *s, void *r) {

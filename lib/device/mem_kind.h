@@ -55,6 +55,16 @@ bool driver_present();
 // Whether a driver was found by an earlier call (loads nothing).
 inline bool driver_loaded() { return detail::g_driver_state.load(std::memory_order_relaxed) == 2; }
 
+// Whether every buffer is host memory for certain: no CUDA build, or an
+// earlier call found no driver (loads nothing; false until one has looked).
+inline bool host_memory_only() {
+#ifdef TERSE_HAVE_CUDA
+    return detail::g_driver_state.load(std::memory_order_relaxed) == 1;
+#else
+    return true;
+#endif
+}
+
 // Device-memory calls that went to the MPI library as they were (not
 // staged through host memory): counted by the wrappers, printed in the
 // TERSE_STATS process line.

@@ -21,6 +21,14 @@ constexpr size_t dtype_size(unsigned dt) {
     }
 }
 
+// The largest element of any type in the enum: a count of elements below
+// a size in these is below it whatever the type (mpi-wrappers/dispatch.h).
+constexpr size_t kLargestElement = [] {
+    size_t m = 0;
+    for (unsigned dt = 0; dt < TERSE_DTYPE_MAX_; ++dt) m = dtype_size(dt) > m ? dtype_size(dt) : m;
+    return m;
+}();
+
 constexpr const char *dtype_name(unsigned dt) {
     switch (dt) {
     case TERSE_DTYPE_FLOAT32: return "float32";
