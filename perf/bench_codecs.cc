@@ -12,7 +12,8 @@
 // engine does.  Summable codecs get their own stats() as the agreed
 // statistics (the single-rank view); stats() is timed separately, and so is
 // combine() (each chunk's payload added to itself, as a ring's first
-// reduce-scatter hop adds two single-rank payloads).  A chunk a
+// reduce-scatter hop adds two single-rank payloads), and so is the decode
+// of combine()'s payloads (decode_combined, the rest of that hop).  A chunk a
 // codec returns raw counts at its raw size in the ratio, and its decode is
 // the plain add the engine would do.
 //
@@ -212,9 +213,10 @@ public:
     // payloads, as a ring's reduce-scatter hop does) into out; returns the
     // combined bytes, or -1 on an error.  Raw chunks are skipped: the
     // engine sums those as elements.
-    double combine_all(std::vector<std::vector<uint8_t>> *out) {
+    double combine_all(std::vector<std::vector<uint8_t>> *out, std::vector<size_t> *out_len = nullptr) {
         double bytes = 0;
         out->resize(chunks());
+        if (out_len) out_len->assign(chunks(), 0);
         for (size_t c = 0; c < chunks(); c++) {
             if (raw_[c]) continue;
             auto &o = (*out)[c];
@@ -225,9 +227,24 @@ public:
                 error_ = "combine failed";
                 return -1;
             }
+            if (out_len) (*out_len)[c] = len;
             bytes += double(len);
         }
         return bytes;
+    }
+    // Decode-accumulate every combined payload of combine_all() into dst
+    // (raw chunks skipped, as there).
+    bool decode_combined_all(const std::vector<std::vector<uint8_t>> &comb, const std::vector<size_t> &len,
+                             float *dst) {
+        for (size_t c = 0; c < chunks(); c++) {
+            if (raw_[c]) continue;
+            if (d_->decode(inst_, comb[c].data(), len[c], dst + c * chunk_, count(c), 1, TERSE_OP_SUM,
+                           &call_[c]) != TERSE_CODEC_OK) {
+                error_ = "decode of a combined payload failed";
+                return false;
+            }
+        }
+        return true;
     }
     size_t raw_chunks() const { return raw_chunks_; }
     const std::string &error() const { return error_; }
@@ -366,6 +383,33 @@ void bench_combine(benchmark::State &st, const std::string &spec, const DataSet 
             st.SkipWithError(run->error().c_str());
             return;
         }
+    }
+    set_counters(st, data->x.size() * sizeof(float), combined, run->raw_chunks());
+}
+
+// Input bytes per second of the rest of the summable hop: decode-accumulate
+// of the payloads combine() made (two contributors, one more plane).
+void bench_decode_combined(benchmark::State &st, const std::string &spec, const DataSet *data) {
+    auto run = CodecRun::make(spec, *data);
+    if (!run) {
+        st.SkipWithError("codec not available (see message above)");
+        return;
+    }
+    std::vector<std::vector<uint8_t>> comb;
+    std::vector<size_t> len;
+    double combined = run->encode_all() < 0 ? -1 : run->combine_all(&comb, &len);
+    if (combined < 0) {
+        st.SkipWithError(run->error().c_str());
+        return;
+    }
+    std::vector<float> dst(data->x.size(), 0.0f);
+    for (auto _ : st) {
+        if (!run->decode_combined_all(comb, len, dst.data())) {
+            st.SkipWithError(run->error().c_str());
+            return;
+        }
+        benchmark::DoNotOptimize(dst.data());
+        benchmark::ClobberMemory();
     }
     set_counters(st, data->x.size() * sizeof(float), combined, run->raw_chunks());
 }
@@ -527,6 +571,9 @@ int main(int argc, char **argv) {
                 benchmark::RegisterBenchmark(("stats/" + d.name + "/" + spec).c_str(), bench_stats, spec, &d)
                     ->Unit(benchmark::kMillisecond);
                 benchmark::RegisterBenchmark(("combine/" + d.name + "/" + spec).c_str(), bench_combine, spec, &d)
+                    ->Unit(benchmark::kMillisecond);
+                benchmark::RegisterBenchmark(("decode_combined/" + d.name + "/" + spec).c_str(),
+                                             bench_decode_combined, spec, &d)
                     ->Unit(benchmark::kMillisecond);
             }
             benchmark::RegisterBenchmark(("decode_acc/" + d.name + "/" + spec).c_str(), bench_decode, spec, &d)

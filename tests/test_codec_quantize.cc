@@ -492,40 +492,43 @@ TEST(QuantizeRaw, SaturatesInsteadOfOverflowing) {
 TEST(QuantizeIsa, AllPathsWriteTheSameBits) {
     const auto paths = isas();
     if (paths.size() == 1) GTEST_SKIP() << "only the scalar path runs on this CPU";
-    for (terse_dtype_t dt : kFloatTypes)
-        for (int bits : {1, 2, 4, 8, 16})
-            for (tq::Rounding rnd : {tq::kNearest, tq::kStochastic}) {
-                if (bits == 16 && terse_codec::dtype_bytes(dt) == 2) continue;
-                const tq::Params p = params_of(bits, 64, rnd);
-                const size_t n = 64 * 20 + 45;
-                const auto in = rank_inputs(dt, Shape::Mixed, n, 3, 21, 1);
-                SCOPED_TRACE(std::string(dtype_str(dt)) + " bits=" + std::to_string(bits) +
-                             (rnd ? " stochastic" : " nearest"));
-                std::vector<uint8_t> ref_payload, ref_out, ref_acc;
-                for (Isa isa : paths) {
-                    auto inst = make_inst(p, dt, 3, isa);
-                    Reduction red = reduce(*inst, in);
-                    ASSERT_EQ(red.rc, TERSE_CODEC_OK);
-                    // Accumulate into a buffer holding NaN, Inf and large values too.
-                    Buf acc = make_buf(dt, make_shape(Shape::Huge, n, 5));
-                    acc.set(3, NAN);
-                    acc.set(4, INFINITY);
-                    acc.set(5, -INFINITY);
-                    for (size_t i = 6; i < n; i += 3) acc.set(i, 0.001 * static_cast<double>(i));
-                    ASSERT_EQ(
-                        tq::decode(*inst, red.payload.data(), red.payload.size(), acc.data(), n, 1, TERSE_OP_SUM),
-                        TERSE_CODEC_OK);
-                    if (isa == Isa::Scalar) {
-                        ref_payload = red.payload;
-                        ref_out = red.result.raw();
-                        ref_acc = acc.raw();
-                        continue;
+    // 2 and 3 ranks: combined payloads one and two planes wider than the
+    // codes (9 and 10 for bits=8: a full byte of planes and a partial one).
+    for (int ranks : {2, 3})
+        for (terse_dtype_t dt : kFloatTypes)
+            for (int bits : {1, 2, 4, 8, 16})
+                for (tq::Rounding rnd : {tq::kNearest, tq::kStochastic}) {
+                    if (bits == 16 && terse_codec::dtype_bytes(dt) == 2) continue;
+                    const tq::Params p = params_of(bits, 64, rnd);
+                    const size_t n = 64 * 20 + 45;
+                    const auto in = rank_inputs(dt, Shape::Mixed, n, ranks, 21, 1);
+                    SCOPED_TRACE(std::string(dtype_str(dt)) + " bits=" + std::to_string(bits) +
+                                 (rnd ? " stochastic" : " nearest") + " ranks=" + std::to_string(ranks));
+                    std::vector<uint8_t> ref_payload, ref_out, ref_acc;
+                    for (Isa isa : paths) {
+                        auto inst = make_inst(p, dt, ranks, isa);
+                        Reduction red = reduce(*inst, in);
+                        ASSERT_EQ(red.rc, TERSE_CODEC_OK);
+                        // Accumulate into a buffer holding NaN, Inf and large values too.
+                        Buf acc = make_buf(dt, make_shape(Shape::Huge, n, 5));
+                        acc.set(3, NAN);
+                        acc.set(4, INFINITY);
+                        acc.set(5, -INFINITY);
+                        for (size_t i = 6; i < n; i += 3) acc.set(i, 0.001 * static_cast<double>(i));
+                        ASSERT_EQ(tq::decode(*inst, red.payload.data(), red.payload.size(), acc.data(), n, 1,
+                                             TERSE_OP_SUM),
+                                  TERSE_CODEC_OK);
+                        if (isa == Isa::Scalar) {
+                            ref_payload = red.payload;
+                            ref_out = red.result.raw();
+                            ref_acc = acc.raw();
+                            continue;
+                        }
+                        EXPECT_EQ(red.payload, ref_payload) << terse_codec::isa_name(isa);
+                        EXPECT_EQ(red.result.raw(), ref_out) << terse_codec::isa_name(isa);
+                        EXPECT_EQ(acc.raw(), ref_acc) << terse_codec::isa_name(isa);
                     }
-                    EXPECT_EQ(red.payload, ref_payload) << terse_codec::isa_name(isa);
-                    EXPECT_EQ(red.result.raw(), ref_out) << terse_codec::isa_name(isa);
-                    EXPECT_EQ(acc.raw(), ref_acc) << terse_codec::isa_name(isa);
                 }
-            }
 }
 
 TEST(QuantizeIsa, StatsAgreeOnAllPaths) {
