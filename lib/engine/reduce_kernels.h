@@ -18,8 +18,6 @@
 
 namespace terse {
 
-// Bytes of one element; 0 for a value outside the enum.
-
 // dst[i] = dst[i] op src[i].  dst and src must not overlap.
 void reduce_inplace(terse_dtype_t dt, terse_op_t op, void *dst, const void *src, size_t n);
 // dst[i] = a[i] op b[i].  dst may be a or b; otherwise no overlap.
