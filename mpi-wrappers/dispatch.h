@@ -2,7 +2,7 @@
 // decision "terse or PMPI" and the error path.
 //
 // The decision has two steps, so that a call terse does not take costs
-// next to nothing:
+// next to nothing, and a shortcut before them:
 //  0. pass_small(), for the calls whose size is one count of elements
 //     (allreduce, allgather): a count that is below the gate whatever the
 //     datatype goes to PMPI before the arguments are mapped at all.

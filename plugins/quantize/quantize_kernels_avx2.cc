@@ -214,7 +214,7 @@ TQ_INLINE __m256i expand_bits(uint32_t p) {
 }
 
 // One delta swap of an 8 x 8 bit matrix in each 64-bit lane: the bits
-// selected by M trade places with the bits S above them.
+// selected by m trade places with the bits S above them.
 template <int S>
 TQ_INLINE __m256i delta_swap64(__m256i v, long long m) {
     const __m256i t = _mm256_and_si256(_mm256_xor_si256(v, _mm256_srli_epi64(v, S)), _mm256_set1_epi64x(m));
