@@ -750,8 +750,9 @@ TEST(QuantizeCorrupt, RandomDamageNeverCrashes) {
         for (int f = 0; f < flips; f++) p[r.next() % p.size()] ^= static_cast<uint8_t>(1u << (r.next() % 8));
         const int rc = tq::decode(*inst, p.data(), p.size(), out.data(), n, 0, TERSE_OP_SUM);
         ASSERT_TRUE(rc == TERSE_CODEC_OK || rc == TERSE_CODEC_ERR_CORRUPT);
-        if (rc == TERSE_CODEC_OK)
+        if (rc == TERSE_CODEC_OK) {
             for (float v : out) ASSERT_TRUE(std::isfinite(v));
+        }
         size_t lo = 0;
         const int rc2 = tq::combine(*inst, p.data(), p.size(), 2, pay.data(), pay.size(), 2, n, o.data(),
                                     o.size(), &lo);
