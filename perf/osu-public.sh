@@ -3,7 +3,8 @@
 # plain MPI library and terse preloaded with one or more settings, runs
 # interleaved in rounds (the order rotates every round), median latency per
 # size, and each setting's speed relative to plain MPI (plain / terse: above
-# 1 is faster).
+# 1 is faster), as the ratio of the medians and as the median of each
+# round's own ratio.
 #
 #   perf/osu-public.sh -np 2 --osu /work/osu-build/mpi/collective/osu_allreduce \
 #       --rounds 5 --set default= --set q8=TERSE_CODEC=quantize:bits=8 -- -m 8:67108864 -i 100 -x 10
@@ -72,16 +73,27 @@ done
 median() {  # median of the latencies of size $2 in file $1
     awk -v s="$2" '$1 == s { print $2 }' "$1" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-echo "# $(basename "$osu") -np $np ${osu_args[*]}; $rounds rounds interleaved; median latency (us); speed = plain / terse"
+# The median over rounds of plain / terse within a round (the k-th time of
+# a size in each file is round k's).  On a host whose speed changes between
+# minutes (8-byte calls at 0.45 and 0.75 us, perf/README.md), the ratio of
+# medians can compare two speeds; this compares each round with itself.
+round_speed() {  # plain file $1, terse file $2, size $3
+    awk -v s="$3" 'FNR == 1 { f++ } $1 == s { if (f == 1) p[++np] = $2; else t[++nt] = $2 }
+        END { n = np < nt ? np : nt; for (k = 1; k <= n; k++) if (t[k] > 0) print p[k] / t[k] }' "$1" "$2" |
+        sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+echo "# $(basename "$osu") -np $np ${osu_args[*]}; $rounds rounds interleaved; median latency (us);"
+echo "# speed = plain / terse of the medians; rounds = median of each round's plain / terse"
 printf "%-10s %10s" size plain
-for nm in "${names[@]}"; do printf " %10s %7s" "$nm" speed; done
+for nm in "${names[@]}"; do printf " %10s %7s %7s" "$nm" speed rounds; done
 printf "\n"
 for size in $(awk '{ print $1 }' "$work/plain" | sort -n -u); do
     p=$(median "$work/plain" "$size")
     printf "%-10s %10s" "$size" "$p"
     for nm in "${names[@]}"; do
         t=$(median "$work/$nm" "$size")
-        printf " %10s %7s" "$t" "$(awk -v p="$p" -v t="$t" 'BEGIN { if (t > 0) printf "%.2f", p / t; else print "-" }')"
+        printf " %10s %7s %7s" "$t" "$(awk -v p="$p" -v t="$t" 'BEGIN { if (t > 0) printf "%.2f", p / t; else print "-" }')" \
+            "$(round_speed "$work/plain" "$work/$nm" "$size")"
     done
     printf "\n"
 done

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make check for perf/: the benchmark's checks and columns (plain MPI and
-# under terse), its option errors, netns-run.sh (as root) and compare.sh.
+# under terse), its option errors, netns-run.sh (as root), compare.sh and
+# osu-public.sh's columns.
 # Correctness only: no timing is asserted.
 set -u
 : "${MPIRUN:?run through make check (MPIRUN not set)}"
@@ -58,6 +59,30 @@ out=$(timeout -k 10 180 "$srcdir/compare.sh" --build "$TERSE_BUILDDIR" --no-netn
 echo "$out" | grep -q "^## codec none" || { echo "$out"; fail "compare.sh: no codec section"; }
 n=$(echo "$out" | grep -c '^[0-9]*K  *[0-9.]*  *[0-9.]*  *[0-9.]*x ')
 [ "$n" = 3 ] || { echo "$out"; fail "compare.sh: expected 3 rows, got $n"; }
+
+echo "== osu-public.sh: ratio of medians, and the median of each round's ratio"
+# A launcher that runs nothing and prints one 8-byte latency: 10 us, 11
+# under terse, and twice that from its 4th run on (a host that changed
+# speed in the middle of round 2, between terse's run and plain's).  Each
+# round's ratio is 10/11 but round 2's, 20/11; the medians, plain's 20 and
+# terse's 11, make terse look 1.82 times faster.
+fake=$(mktemp -d)
+trap 'rm -rf "$fake"' EXIT
+cat > "$fake/mpirun" <<'FAKE'
+#!/bin/sh
+n=$(cat "$0.count" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.count"
+t=10; [ "$n" -ge 3 ] && t=20
+case "$*" in *LD_PRELOAD=*) t=$((t + t / 10)) ;; esac
+echo "8 $t.00"
+FAKE
+chmod +x "$fake/mpirun"
+out=$(MPIRUN="$fake/mpirun" "$srcdir/osu-public.sh" -np 2 --osu "$bench" --build "$TERSE_BUILDDIR" --rounds 3 \
+      --set t= -- -m 8:8 2>/dev/null) || { echo "$out"; fail "osu-public.sh"; }
+echo "$out"
+echo "$out" | awk '$1 == 8 { ok = $2 == 20 && $3 == 11 && $4 == 1.82 && $5 == 0.91 } END { exit !ok }' ||
+    fail "osu-public.sh: want plain 20, terse 11, speed 1.82, rounds 0.91"
+rm -rf "$fake"
+trap - EXIT
 
 if [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1 && ip netns add terse-probe-$$ 2>/dev/null; then
     ip netns delete terse-probe-$$
