@@ -232,19 +232,20 @@ public:
         }
         return bytes;
     }
-    // Decode-accumulate every combined payload of combine_all() into dst
-    // (raw chunks skipped, as there).
-    bool decode_combined_all(const std::vector<std::vector<uint8_t>> &comb, const std::vector<size_t> &len,
-                             float *dst) {
+    // Makes combine_all()'s payloads the chunks' payloads, which
+    // decode_all() then decodes (the rest of that hop); returns their bytes,
+    // or -1 on an error.
+    double adopt_combined() {
+        std::vector<std::vector<uint8_t>> comb;
+        std::vector<size_t> len;
+        const double bytes = combine_all(&comb, &len);
+        if (bytes < 0) return -1;
         for (size_t c = 0; c < chunks(); c++) {
             if (raw_[c]) continue;
-            if (d_->decode(inst_, comb[c].data(), len[c], dst + c * chunk_, count(c), 1, TERSE_OP_SUM,
-                           &call_[c]) != TERSE_CODEC_OK) {
-                error_ = "decode of a combined payload failed";
-                return false;
-            }
+            out_[c] = std::move(comb[c]);
+            len_[c] = len[c];
         }
-        return true;
+        return bytes;
     }
     size_t raw_chunks() const { return raw_chunks_; }
     const std::string &error() const { return error_; }
@@ -340,13 +341,16 @@ void bench_stats(benchmark::State &st, const std::string &spec, const DataSet *d
     st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(data->x.size() * sizeof(float)));
 }
 
-void bench_decode(benchmark::State &st, const std::string &spec, const DataSet *data) {
+// combined: decode the payloads combine() made of each chunk's with itself
+// (two contributors, one more plane: the rest of the summable hop).
+void bench_decode(benchmark::State &st, const std::string &spec, const DataSet *data, bool combined) {
     auto run = CodecRun::make(spec, *data);
     if (!run) {
         st.SkipWithError("codec not available (see message above)");
         return;
     }
-    const double payload = run->encode_all();
+    double payload = run->encode_all();
+    if (combined && payload >= 0) payload = run->adopt_combined();
     if (payload < 0) {
         st.SkipWithError(run->error().c_str());
         return;
@@ -383,33 +387,6 @@ void bench_combine(benchmark::State &st, const std::string &spec, const DataSet 
             st.SkipWithError(run->error().c_str());
             return;
         }
-    }
-    set_counters(st, data->x.size() * sizeof(float), combined, run->raw_chunks());
-}
-
-// Input bytes per second of the rest of the summable hop: decode-accumulate
-// of the payloads combine() made (two contributors, one more plane).
-void bench_decode_combined(benchmark::State &st, const std::string &spec, const DataSet *data) {
-    auto run = CodecRun::make(spec, *data);
-    if (!run) {
-        st.SkipWithError("codec not available (see message above)");
-        return;
-    }
-    std::vector<std::vector<uint8_t>> comb;
-    std::vector<size_t> len;
-    double combined = run->encode_all() < 0 ? -1 : run->combine_all(&comb, &len);
-    if (combined < 0) {
-        st.SkipWithError(run->error().c_str());
-        return;
-    }
-    std::vector<float> dst(data->x.size(), 0.0f);
-    for (auto _ : st) {
-        if (!run->decode_combined_all(comb, len, dst.data())) {
-            st.SkipWithError(run->error().c_str());
-            return;
-        }
-        benchmark::DoNotOptimize(dst.data());
-        benchmark::ClobberMemory();
     }
     set_counters(st, data->x.size() * sizeof(float), combined, run->raw_chunks());
 }
@@ -572,11 +549,12 @@ int main(int argc, char **argv) {
                     ->Unit(benchmark::kMillisecond);
                 benchmark::RegisterBenchmark(("combine/" + d.name + "/" + spec).c_str(), bench_combine, spec, &d)
                     ->Unit(benchmark::kMillisecond);
-                benchmark::RegisterBenchmark(("decode_combined/" + d.name + "/" + spec).c_str(),
-                                             bench_decode_combined, spec, &d)
+                benchmark::RegisterBenchmark(("decode_combined/" + d.name + "/" + spec).c_str(), bench_decode,
+                                             spec, &d, true)
                     ->Unit(benchmark::kMillisecond);
             }
-            benchmark::RegisterBenchmark(("decode_acc/" + d.name + "/" + spec).c_str(), bench_decode, spec, &d)
+            benchmark::RegisterBenchmark(("decode_acc/" + d.name + "/" + spec).c_str(), bench_decode, spec, &d,
+                                         false)
                 ->Unit(benchmark::kMillisecond);
         }
 #ifdef BENCH_HAVE_ZSTD

@@ -70,8 +70,11 @@ for r in $(seq 1 "$rounds"); do
         fi
     done
 done
+median_of() {  # median of the numbers on stdin, one a line, with format $1 ("-" for none)
+    sort -g | awk -v f="$1" '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) printf f "\n", v[(NR + 1) / 2]; else printf f "\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 median() {  # median of the latencies of size $2 in file $1
-    awk -v s="$2" '$1 == s { print $2 }' "$1" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+    awk -v s="$2" '$1 == s { print $2 }' "$1" | median_of "%.2f"
 }
 # The median over rounds of plain / terse within a round (the k-th time of
 # a size in each file is round k's).  On a host whose speed changes between
@@ -80,7 +83,7 @@ median() {  # median of the latencies of size $2 in file $1
 round_speed() {  # plain file $1, terse file $2, size $3
     awk -v s="$3" 'FNR == 1 { f++ } $1 == s { if (f == 1) p[++np] = $2; else t[++nt] = $2 }
         END { n = np < nt ? np : nt; for (k = 1; k <= n; k++) if (t[k] > 0) print p[k] / t[k] }' "$1" "$2" |
-        sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+        median_of "%.2f"
 }
 echo "# $(basename "$osu") -np $np ${osu_args[*]}; $rounds rounds interleaved; median latency (us);"
 echo "# speed = plain / terse of the medians; rounds = median of each round's plain / terse"

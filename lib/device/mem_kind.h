@@ -25,16 +25,20 @@ extern std::atomic<int> g_driver_state __attribute__((visibility("hidden")));
 terse_mem_kind_t buffer_mem_kind_queried(const void *p, size_t bytes);
 }  // namespace detail
 
+// Whether every buffer is host memory for certain: no CUDA build, or an
+// earlier call found no driver (loads nothing; false until one has looked).
+inline bool host_memory_only() {
+#ifdef TERSE_HAVE_CUDA
+    return detail::g_driver_state.load(std::memory_order_relaxed) == 1;
+#else
+    return true;
+#endif
+}
+
 // The kind of [p, p + bytes) (bytes 0: the byte at p; nullptr: host).
 inline terse_mem_kind_t buffer_mem_kind(const void *p, size_t bytes) {
-#ifdef TERSE_HAVE_CUDA
-    if (__builtin_expect(detail::g_driver_state.load(std::memory_order_relaxed) == 1, 1) || !p)
-        return TERSE_MEM_HOST;
+    if (__builtin_expect(host_memory_only(), 1) || !p) return TERSE_MEM_HOST;
     return detail::buffer_mem_kind_queried(p, bytes);
-#else
-    (void)p, (void)bytes;
-    return TERSE_MEM_HOST;
-#endif
 }
 
 // Of a call's two buffers, the kind the call is taken to be in: the one
@@ -54,16 +58,6 @@ MemKindCounters mem_kind_counters();
 bool driver_present();
 // Whether a driver was found by an earlier call (loads nothing).
 inline bool driver_loaded() { return detail::g_driver_state.load(std::memory_order_relaxed) == 2; }
-
-// Whether every buffer is host memory for certain: no CUDA build, or an
-// earlier call found no driver (loads nothing; false until one has looked).
-inline bool host_memory_only() {
-#ifdef TERSE_HAVE_CUDA
-    return detail::g_driver_state.load(std::memory_order_relaxed) == 1;
-#else
-    return true;
-#endif
-}
 
 // Device-memory calls that went to the MPI library as they were (not
 // staged through host memory): counted by the wrappers, printed in the

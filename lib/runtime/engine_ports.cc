@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -227,9 +228,14 @@ MPI_Datatype mpi_type(terse_dtype_t dt) {
 }
 
 Status dtype_not_carried(const char *what, terse_dtype_t dt) {
-    return set_error(TERSE_ERR_UNSUPPORTED,
-                     "terse %s: dtype %s not supported (float32, float64, int32 and int64 are)", what,
-                     dtype_name(unsigned(dt)));
+    std::vector<const char *> names;  // the dtypes mpi_type() maps
+    for (unsigned t = 0; t < TERSE_DTYPE_MAX_; ++t)
+        if (mpi_type(terse_dtype_t(t)) != MPI_DATATYPE_NULL) names.push_back(dtype_name(t));
+    std::string carried;
+    for (size_t k = 0; k < names.size(); ++k)
+        carried += std::string(k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + names[k];
+    return set_error(TERSE_ERR_UNSUPPORTED, "terse %s: dtype %s not supported (%s are)", what,
+                     dtype_name(unsigned(dt)), carried.c_str());
 }
 
 MPI_Op mpi_op(terse_op_t op) {
