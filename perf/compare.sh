@@ -53,8 +53,10 @@ Usage: perf/compare.sh [options] [-- extra terse-osu-allreduce options]
   --no-netns       no namespace and no shaping (no root needed); still TCP over lo
   --native         no namespace, and both MPI and terse's UCX on their default
                    transports (shared memory): e.g. the small-message overhead
-  --repeat N       run baseline and terse N times, interleaved, and report the
-                   median latency per size (steadier on a busy machine)
+  --repeat N       run baseline and terse N times, interleaved in rounds whose
+                   order rotates, and report the median latency per size and
+                   the median of each round's own ratio (steadier on a busy
+                   machine)
   --csv FILE       append the comparison rows to FILE (CSV, header if new)
   --progress K/T   label progress lines starting at step K of T (for report.sh)
   --check-codecs   only print the --codec values whose plugin is present
@@ -191,31 +193,46 @@ if [ -n "$inside" ]; then
             echo "    done in $((SECONDS - t0)) s" >&2
         fi
     }
+    # One run: "baseline", or SIDE:I (SIDE terse or ref, I the codec's
+    # index, 1-based).
+    run_step() {
+        local what=$1 r=$2 rep=$3
+        if [ "$what" = baseline ]; then
+            label "plain MPI (baseline)" "$rep"
+            (unset LD_PRELOAD; run_one "baseline.$r")
+            return
+        fi
+        local side=${what%%:*} i=${what#*:}
+        local c=${codecs[$((i - 1))]}
+        local lib=$libterse pp=$plugin_path tag=""
+        if [ "$side" = ref ]; then lib=$ref_libterse pp=$ref_plugin_path tag=" (ref build)"; fi
+        label "terse$tag codec=$c" "$rep"
+        envs=(-x LD_PRELOAD="$lib" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$pp${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
+              ${ucx_envs[@]+"${ucx_envs[@]}"})
+        if [ "$side" = ref ]; then terse_passthrough ${ref_unset[@]+"${ref_unset[@]}"}; else terse_passthrough; fi
+        # Local ranks inherit mpirun's whole environment, -x or not: what
+        # the reference build must not see is unset around it.
+        if [ "$side" = ref ] && [ ${#ref_unset[@]} -gt 0 ]; then
+            (unset "${ref_unset[@]}"; run_one "$side$i.$r" "${envs[@]}")
+        else
+            run_one "$side$i.$r" "${envs[@]}"
+        fi
+    }
+    steps=(baseline)
+    for i in $(seq 1 ${#codecs[@]}); do
+        [ -n "$ref_build" ] && steps+=("ref:$i")
+        steps+=("terse:$i")
+    done
+    # The order rotates every round, so that no run always follows another
+    # (the host's speed drifts over minutes, and a run after a pause or
+    # after another setting's may find it otherwise); the "rounds" column
+    # compares the runs of one round.
+    n=${#steps[@]}
     for r in $(seq 1 "$repeat"); do
         rep=""
         [ "$repeat" -gt 1 ] && rep="(round $r/$repeat)"
-        label "plain MPI (baseline)" "$rep"
-        (unset LD_PRELOAD; run_one "baseline.$r")
-        i=0
-        for c in "${codecs[@]}"; do
-            i=$((i + 1))
-            # The reference build (if any) runs first in every round, so
-            # neither side always follows the other.
-            for side in ${ref_build:+ref} terse; do
-                lib=$libterse pp=$plugin_path
-                if [ "$side" = ref ]; then lib=$ref_libterse pp=$ref_plugin_path; fi
-                label "terse${side:+ ($side build)} codec=$c" "$rep"
-                envs=(-x LD_PRELOAD="$lib" -x TERSE_CODEC="$c" -x TERSE_PLUGIN_PATH="$pp${TERSE_PLUGIN_PATH:+:$TERSE_PLUGIN_PATH}"
-                      ${ucx_envs[@]+"${ucx_envs[@]}"})
-                if [ "$side" = ref ]; then terse_passthrough ${ref_unset[@]+"${ref_unset[@]}"}; else terse_passthrough; fi
-                # Local ranks inherit mpirun's whole environment, -x or not:
-                # what the reference build must not see is unset around it.
-                if [ "$side" = ref ] && [ ${#ref_unset[@]} -gt 0 ]; then
-                    (unset "${ref_unset[@]}"; run_one "$side$i.$r" "${envs[@]}")
-                else
-                    run_one "$side$i.$r" "${envs[@]}"
-                fi
-            done
+        for k in $(seq 0 $((n - 1))); do
+            run_step "${steps[$(( (k + r - 1) % n ))]}" "$r" "$rep"
         done
     done
     exit 0
@@ -326,6 +343,7 @@ fi
 env | grep '^TERSE_' | grep -v '^TERSE_\(CODEC\|PLUGIN_PATH\|UCX_TLS\|UCX_NET_DEVICES\)=' | sed 's/^/#   also /'
 [ -n "$ref_build" ] && echo "# ref:      the same runs with LD_PRELOAD=$ref_libterse (interleaved in every round)"
 echo "# speedup = MPI avg / terse avg latency (>1: terse faster); busbw = size/avg * 2(n-1)/n"
+echo "# rounds = the median of each round's own MPI / terse ratio (the order of the runs rotates every round)"
 [ -n "$ref_build" ] && echo "# vs ref = ref avg / terse avg latency (>1: this build faster than the reference build)"
 
 fail=0
@@ -345,9 +363,30 @@ for c in "${codecs[@]}"; do
         if [ "$(rc_of ref$i)" = 0 ]; then ref_csv="$workdir/ref$i.csv"
         else echo "reference build run FAILED (exit $(rc_of ref$i)); its columns are left out:"; tail -n 5 "$workdir/ref$i.err" | sed 's/^/  | /'; fi
     fi
-    # Join the CSVs on size (the reference build's third, when there is one).
+    # Each round's own ratio, MPI / terse per size, and their median over
+    # the rounds (a round whose run failed counts in neither).
+    rounds_csv="$workdir/terse$i.rounds"
+    pairs=()
+    for r in $(seq 1 "$repeat"); do
+        [ "$(cat "$workdir/baseline.$r.rc" 2>/dev/null)" = 0 ] && [ "$(cat "$workdir/terse$i.$r.rc" 2>/dev/null)" = 0 ] &&
+            pairs+=("$workdir/baseline.$r.csv" "$workdir/terse$i.$r.csv")
+    done
+    awk -F, -v OFS=, '
+    /^#/ || /^size,/ { next }
+    FILENAME ~ /\/baseline\.[0-9]+\.csv$/ { base[$1] = $2; next }
+    $1 in base && $2 > 0 { n[$1]++; q[$1, n[$1]] = base[$1] / $2 }
+    END {
+        for (s in n) {
+            k = n[s]
+            for (f = 1; f <= k; f++) a[f] = q[s, f]
+            for (f = 2; f <= k; f++) for (g = f; g > 1 && a[g] < a[g - 1]; g--) { t = a[g]; a[g] = a[g - 1]; a[g - 1] = t }
+            print s, (k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2)
+        }
+    }' ${pairs[@]+"${pairs[@]}"} /dev/null >"$rounds_csv"
+    # Join the CSVs on size (the reference build's third, when there is one;
+    # the rounds' ratios last).
     awk -F, -v np="$np" -v nodes="$nodes" -v rate="$rate" -v delay="${delay:-0}" -v codec="$c" -v dtype="$dtype" -v kind="$kind" \
-        -v csv="$csv_out" '
+        -v csv="$csv_out" -v rounds_csv="$rounds_csv" '
     function human(b) {
         if (b >= 1073741824 && b % 1073741824 == 0) return (b / 1073741824) "G"
         if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
@@ -355,6 +394,7 @@ for c in "${codecs[@]}"; do
         return b
     }
     function us(v) { return v < 100 ? sprintf("%.2f", v) : sprintf("%.1f", v) }
+    FILENAME == rounds_csv { per_round[$1] = $2; next }
     FNR == 1 { file++ }
     /^#/ || /^size,/ { next }
     file == 1 { mavg[$1] = $2; mbw[$1] = $6; merr[$1] = $9; mit[$1] = $5; next }
@@ -363,20 +403,21 @@ for c in "${codecs[@]}"; do
         tit[$1] = $5; ident[$1] = $10
         next
     }
-    file == 3 { ravg[$1] = $2; has_ref = 1 }
+    file == 3 { ravg[$1] = $2; has_ref = 1; next }
     END {
-        printf "%-7s %13s %13s %8s %10s %10s %7s %10s %10s", "Size", "MPI avg(us)", "terse avg(us)",
-               "speedup", "MPI busbw", "terse bw", "wire", "MPI", "terse"
+        printf "%-7s %13s %13s %8s %7s %10s %10s %7s %10s %10s", "Size", "MPI avg(us)", "terse avg(us)",
+               "speedup", "rounds", "MPI busbw", "terse bw", "wire", "MPI", "terse"
         if (has_ref) printf " %13s %8s", "ref avg(us)", "vs ref"
         printf "\n"
-        printf "%-7s %13s %13s %8s %10s %10s %7s %10s %10s\n", "", "", "", "", "(GB/s)", "(GB/s)", "ratio",
+        printf "%-7s %13s %13s %8s %7s %10s %10s %7s %10s %10s\n", "", "", "", "", "", "(GB/s)", "(GB/s)", "ratio",
                "max rel", "max rel"
         for (k = 1; k <= n; k++) {
             s = order[k]
             if (!(s in mavg)) continue
             sp = tavg[s] > 0 ? mavg[s] / tavg[s] : 0
-            printf "%-7s %13s %13s %7.2fx %10.3f %10.3f %7s %10.2e %10.2e", human(s), us(mavg[s]), us(tavg[s]),
-                   sp, mbw[s], tbw[s], (ratio[s] == "" ? "-" : ratio[s]), merr[s], terr[s]
+            printf "%-7s %13s %13s %7.2fx %6sx %10.3f %10.3f %7s %10.2e %10.2e", human(s), us(mavg[s]), us(tavg[s]),
+                   sp, (s in per_round ? sprintf("%.2f", per_round[s]) : "-"), mbw[s], tbw[s],
+                   (ratio[s] == "" ? "-" : ratio[s]), merr[s], terr[s]
             if (has_ref) printf " %13s %7.2fx", (s in ravg ? us(ravg[s]) : "-"), (s in ravg && tavg[s] > 0 ? ravg[s] / tavg[s] : 0)
             printf "%s\n", (ident[s] == "1" ? "" : "  (ranks differ!)")
             if (csv != "") {
@@ -390,7 +431,7 @@ for c in "${codecs[@]}"; do
                        tit[s], ident[s], nodes >> csv
             }
         }
-    }' "$workdir/baseline.csv" "$workdir/terse$i.csv" "$ref_csv"
+    }' "$workdir/baseline.csv" "$workdir/terse$i.csv" "$ref_csv" "$rounds_csv"
     if ! grep -q '^# terse: [0-9]' "$workdir/terse$i.csv"; then
         echo "note: terse was not loaded in this run (LD_PRELOAD of $libterse had no effect)"
     fi

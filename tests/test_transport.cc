@@ -16,6 +16,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <dlfcn.h>
+#include <sched.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -479,6 +482,67 @@ TEST_F(TransportTest, FinalizeTwice) {
     EXPECT_EQ(Transport::get(), nullptr);
 }
 
+// ------------------------------------------ what the transport learns from MPI
+
+// PMPI_Iallgather, counted: this executable's definition interposes on the
+// MPI library's for the calls of terse's code linked into it.
+int g_iallgathers = 0;
+}  // namespace
+
+extern "C" int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    using Fn = int (*)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
+    static const auto next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "PMPI_Iallgather"));
+    ++g_iallgathers;
+    return next ? next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                : MPI_ERR_INTERN;
+}
+
+namespace {
+
+// The out-of-band gather is blocking until progress_while_waiting(): no
+// PMPI_Iallgather (counted by the shim above), and its blocks are in place
+// when allgather() returns.  (A non-blocking collective would make Open MPI
+// poll libnbc in every progress loop of the job: runtime/transport_mpi.h.)
+TEST(TransportMpi, OutOfBandGatherIsBlockingUntilAskedOtherwise) {
+    terse::MpiOob oob(MPI_COMM_WORLD);
+    for (bool nonblocking : {false, true}) {
+        if (nonblocking) oob.progress_while_waiting();
+        const int mine = 1000 * (nonblocking ? 2 : 1) + g_rank;
+        std::vector<int> all(size_t(g_size), -1);
+        void *req = nullptr;
+        const int before = g_iallgathers;
+        ASSERT_EQ(oob.allgather(&mine, all.data(), sizeof mine, &req), TERSE_OK) << terse::last_error();
+        EXPECT_EQ(g_iallgathers - before, nonblocking ? 1 : 0);
+        if (!nonblocking) {
+            for (int r = 0; r < g_size; ++r) EXPECT_EQ(all[size_t(r)], 1000 + r) << "block of rank " << r;
+        }
+        Status st = TERSE_ERR_INVALID;
+        while (!oob.test(req, &st)) {}
+        oob.free(req);
+        EXPECT_EQ(st, TERSE_OK);
+        for (int r = 0; r < g_size; ++r) EXPECT_EQ(all[size_t(r)], mine - g_rank + r) << "block of rank " << r;
+    }
+}
+
+// node_cores_oversubscribed() groups ranks by host name, where MPI's
+// shared-memory split groups them by what the launcher says: the same
+// nodes on one host, and on the emulated nodes of perf/netns-nodes.sh
+// (each its own UTS namespace).  The answer is the split's.
+TEST(TransportMpi, OversubscriptionAgreesWithTheSharedMemorySplit) {
+    MPI_Comm node = MPI_COMM_NULL;
+    ASSERT_EQ(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), MPI_SUCCESS);
+    int local = 1;
+    MPI_Comm_size(node, &local);
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+    ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, &cpus, int(sizeof cpus), MPI_BYTE, MPI_BOR, node), MPI_SUCCESS);
+    MPI_Comm_free(&node);
+    EXPECT_EQ(terse::node_cores_oversubscribed(), local > CPU_COUNT(&cpus))
+        << local << " ranks on this node, " << CPU_COUNT(&cpus) << " CPUs among them";
+}
+
 // ---------------------------------------------------------------- ping-pong
 
 void pingpong() {
@@ -549,6 +613,7 @@ int main(int argc, char **argv) {
     params.thread_multiple = g_multi;
     params.describe_tag = terse::describe_tag;
     Status st = Transport::init(params);
+    oob.progress_while_waiting();  // as the runtime does before finalize
     int ok = st == TERSE_OK, all_ok = 0;
     if (!ok) fprintf(stderr, "[rank %d] Transport::init failed: %s\n", g_rank, terse::last_error());
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

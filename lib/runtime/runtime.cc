@@ -274,6 +274,7 @@ void runtime_finalize() {
     print_process_line(wrank, floor);
     PMPI_Comm_free_keyval(&g_rt.keyval);
     capture_close();
+    if (g_rt.oob) g_rt.oob->progress_while_waiting();
     Transport::finalize();
     g_rt.oob.reset();
 }

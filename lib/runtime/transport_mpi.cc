@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdint>
 #include <new>
+#include <vector>
 
 namespace terse {
 
@@ -32,10 +34,13 @@ Status MpiOob::allgather(const void *send, void *recv, size_t len, void **req) {
                          INT_MAX);
     auto *r = new (std::nothrow) MPI_Request(MPI_REQUEST_NULL);
     if (!r) return set_error(TERSE_ERR_NO_MEMORY, "out of memory for an out-of-band allgather");
-    int rc = PMPI_Iallgather(send, int(len), MPI_BYTE, recv, int(len), MPI_BYTE, comm_, r);
+    // A completed blocking gather leaves *r null, which test() finds done.
+    int rc = nonblocking_ ? PMPI_Iallgather(send, int(len), MPI_BYTE, recv, int(len), MPI_BYTE, comm_, r)
+                          : PMPI_Allgather(send, int(len), MPI_BYTE, recv, int(len), MPI_BYTE, comm_);
     if (rc != MPI_SUCCESS) {
         delete r;
-        return set_error(TERSE_ERR_MPI, "PMPI_Iallgather failed (code %d)", rc);
+        return set_error(TERSE_ERR_MPI, "%s failed (code %d)",
+                         nonblocking_ ? "PMPI_Iallgather" : "PMPI_Allgather", rc);
     }
     *req = r;
     return TERSE_OK;
@@ -60,21 +65,47 @@ void MpiOob::free(void *req) {
 }
 
 bool node_cores_oversubscribed() {
-    MPI_Comm node = MPI_COMM_NULL;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    // One blocking gather over MPI_COMM_WORLD of every rank's node and CPU
+    // mask, not MPI_Comm_split_type: Open MPI agrees a new communicator's
+    // context id with a non-blocking collective, and so would start polling
+    // its libnbc component in every progress loop of the job (as the
+    // PMPI_Iallgather of MpiOob would).
+    struct NodeCpus {
+        uint64_t node;
+        cpu_set_t cpus;
+    };
+    NodeCpus mine{};
+    // Every rank takes part in the gather, also one whose host name is
+    // unknown (it counts as the empty name).
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    mine.node = 0xcbf29ce484222325ull;  // FNV-1a of the host name
+    for (const char *c = host; *c; ++c) mine.node = (mine.node ^ uint8_t(*c)) * 0x100000001b3ull;
+    if (sched_getaffinity(0, sizeof mine.cpus, &mine.cpus) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &mine.cpus);
+    }
+    int size = 1;
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::vector<NodeCpus> all;
+    try {
+        all.resize(size_t(size));
+    } catch (const std::bad_alloc &) {
         return false;
-    int local = 1;
-    PMPI_Comm_size(node, &local);
+    }
+    if (PMPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine), MPI_BYTE,
+                       MPI_COMM_WORLD) != MPI_SUCCESS)
+        return false;
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
-    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &cpus);
+    int local = 0;
+    for (const NodeCpus &r : all) {
+        if (r.node != mine.node) continue;
+        ++local;
+        CPU_OR(&cpus, &cpus, &r.cpus);
     }
-    int rc = PMPI_Allreduce(MPI_IN_PLACE, &cpus, int(sizeof cpus), MPI_BYTE, MPI_BOR, node);
-    PMPI_Comm_free(&node);
-    int available = CPU_COUNT(&cpus);
-    return rc == MPI_SUCCESS && available > 0 && local > available;
+    const int available = CPU_COUNT(&cpus);
+    return available > 0 && local > available;
 }
 
 }  // namespace terse
