@@ -81,6 +81,27 @@ out=$(MPIRUN="$fake/mpirun" "$srcdir/osu-public.sh" -np 2 --osu "$bench" --build
 echo "$out"
 echo "$out" | awk '$1 == 8 { ok = $2 == 20 && $3 == 11 && $4 == 1.82 && $5 == 0.91 } END { exit !ok }' ||
     fail "osu-public.sh: want plain 20, terse 11, speed 1.82, rounds 0.91"
+
+echo "== compare.sh: the order rotates every round, and the median of each round's ratio"
+# The same host as above, for compare.sh's CSV: with the order rotating
+# (baseline, terse; terse, baseline; baseline, terse) the medians are plain
+# 20 and terse 11, speedup 1.82, and the rounds' ratios 0.91, 1.82, 0.91.
+# Without the rotation the medians would read 10 and 22 (0.45).
+rm -f "$fake/mpirun.count"
+cat > "$fake/mpirun" <<'FAKE'
+#!/bin/sh
+n=$(cat "$0.count" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.count"
+t=10; [ "$n" -ge 3 ] && t=20
+case "$*" in *LD_PRELOAD=*) t=$((t + t / 10)); echo "# terse: 1" ;; esac
+echo "size,avg_us,min_us,max_us,iterations,busbw_gbs,wire_ratio,max_abs_err,max_rel_err,identical"
+echo "4096,$t.00,$t.00,$t.00,2,0.1,1.00,0,0,1"
+FAKE
+chmod +x "$fake/mpirun"
+out=$(MPIRUN="$fake/mpirun" "$srcdir/compare.sh" --build "$TERSE_BUILDDIR" --no-netns -np 2 -m 4K:4K --repeat 3 \
+      --codec none 2>/dev/null) || { echo "$out"; fail "compare.sh with a fake launcher"; }
+echo "$out" | grep '^4K '
+echo "$out" | awk '$1 == "4K" { ok = $2 == 20 && $3 == 11 && $4 == "1.82x" && $5 == "0.91x" } END { exit !ok }' ||
+    { echo "$out"; fail "compare.sh: want MPI 20, terse 11, speedup 1.82x, rounds 0.91x"; }
 rm -rf "$fake"
 trap - EXIT
 
