@@ -572,11 +572,13 @@ TEST(Selection, ATieBetweenOptionsMeasuredAtTheClassSizeIsSettledByItsOwnCalls) 
     // class starts on the ring (ties go to the earlier), and once the
     // ring has a measured call of its own runs recursive doubling (no
     // warm-up: the calibration ran it at this size), twice since it is
-    // fast, and moves to it.  Calibrated at 1.25 T it is no tie: nothing
+    // fast, and moves to it.  Calibrated at 1.15 T it is a tie too
+    // (Selector::kTieWithin; seen at 1 Gbit/s: 244 and 272 us calibrated,
+    // 250 and 234 in a loop).  Calibrated at 1.25 T it is no tie: nothing
     // runs it in the class's first 30 calls (explorations start later).
     const size_t bytes = 64 << 10;
     const Option ring{true, 0, Schedule::Ring}, rd{true, 0, Schedule::RecursiveDoubling};
-    for (const double rd_calibrated : {1.004, 1.25}) {
+    for (const double rd_calibrated : {1.004, 1.15, 1.25}) {
         Selector s = with_mpi_gap(2.0, bytes);
         const double t = s.predict(ring, CollKind::Allreduce, bytes, kAll);
         s.calibrate(CollKind::Allreduce, bytes, kAll, ring, Observation{t, 0, 1});
@@ -600,7 +602,7 @@ TEST(Selection, ATieBetweenOptionsMeasuredAtTheClassSizeIsSettledByItsOwnCalls) 
             }
             s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{(o == rd ? 0.65 : 0.8) * t, 0, 1});
         }
-        if (rd_calibrated < 1.1) {
+        if (rd_calibrated < 1.2) {
             EXPECT_GT(rd_from, 2) << s.summary("");  // after the ring's warm-up and a measured call
             EXPECT_LE(rd_from, 5) << s.summary("");
             EXPECT_EQ(o, rd) << s.summary("");

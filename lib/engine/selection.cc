@@ -501,29 +501,33 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
         }
     }
     // A first decision between two engine options the calibration timed
-    // at this class's size within the margin: a tie (explore_tie()).
+    // at this class's size within kTieWithin: a tie (explore_tie()).
     if (move && c.changes == 0 && c.choice.engine && c.next.engine && c.next_predicted >= 0) {
         const int r = option_index(c.next), k = option_index(c.choice);
         if (r > 0 && k > 0 && c.measured[size_t(r)].calibration && c.measured[size_t(k)].calibration &&
-            c.next_predicted - c.predicted <= kSwitchMargin * c.predicted)
+            c.next_predicted - c.predicted <= kTieWithin * c.predicted)
             c.tie = r;
     }
     return finish(move, speedup);
 }
 
 // Two engine options that the calibration ran at the class's size and that
-// it timed within kSwitchMargin of each other are a tie the model cannot
+// it timed within kTieWithin of each other are a tie the model cannot
 // break: which one the class runs is the order ties are broken in.  Seen
 // at 1 Gbit/s on 2 ranks, 64 KiB, quantize:bits=8: the ring calibrated at
 // 265 us and recursive doubling at 264; in a loop the ring takes 190-230
 // and recursive doubling 170, and the class ran the ring for good
 // (explorations start after kExploreAfter calls, a benchmark makes 22).
+// The window is wider than the switching margin because a calibration's
+// three repeats on a shaped link can be that far off a loop's calls: on
+// the same fabric the ring later calibrated at 244 us and recursive
+// doubling at 272 (11% apart), and in a loop took 250 and 234.
 // So the first decision notes such a runner-up (choose()), and once the
 // choice has a measured call of its own the class runs the runner-up once
 // (twice should it be fast enough to move the class, the slower counting,
 // as any exploration).  Its warm-up is behind it where the calibration ran
-// a call as large; a try that loses costs about the margin, since the
-// runner-up was timed here under the choice's conditions.
+// a call as large; a try that loses costs at most kTieWithin of a call,
+// since the runner-up was timed here under the choice's conditions.
 bool Selector::explore_tie(Class &c, size_t bytes, Option *o, std::string *why) {
     if (c.tie < 0 || !c.choice.engine || c.recent_n < 1) return false;
     const int r = c.tie;

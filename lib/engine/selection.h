@@ -117,6 +117,7 @@ struct Option {
 class Selector {
 public:
     static constexpr double kSwitchMargin = 0.10;    // 10% predicted gain to take the engine or switch in it
+    static constexpr double kTieWithin = 0.20;       // engine options calibrated this close are a tie
     static constexpr uint64_t kProbeEvery = 8;       // a class re-measures MPI 8 calls after a change,
     static constexpr uint64_t kProbeMax = 256;       // then at gaps doubling up to 256 calls
     static constexpr double kProbeShare = 0.03;      // the most a probe may add to an engine class's calls
