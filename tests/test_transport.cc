@@ -539,7 +539,9 @@ TEST(TransportMpi, OversubscriptionAgreesWithTheSharedMemorySplit) {
     ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
     ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, &cpus, int(sizeof cpus), MPI_BYTE, MPI_BOR, node), MPI_SUCCESS);
     MPI_Comm_free(&node);
-    EXPECT_EQ(terse::node_cores_oversubscribed(), local > CPU_COUNT(&cpus))
+    bool oversubscribed = false;
+    ASSERT_EQ(terse::node_cores_oversubscribed(&oversubscribed), TERSE_OK) << terse::last_error();
+    EXPECT_EQ(oversubscribed, local > CPU_COUNT(&cpus))
         << local << " ranks on this node, " << CPU_COUNT(&cpus) << " CPUs among them";
 }
 

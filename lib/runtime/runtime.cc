@@ -224,7 +224,8 @@ Status runtime_init(int provided) {
     TransportParams tp;
     tp.oob = &*g_rt.oob;
     tp.thread_multiple = provided == MPI_THREAD_MULTIPLE;
-    tp.cores_oversubscribed = node_cores_oversubscribed();
+    s = node_cores_oversubscribed(&tp.cores_oversubscribed);
+    if (s != TERSE_OK) return s;
     tp.describe_tag = describe_tag;
     s = Transport::init(tp);
     if (s != TERSE_OK) return s;

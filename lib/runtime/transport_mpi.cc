@@ -64,7 +64,8 @@ void MpiOob::free(void *req) {
     delete r;
 }
 
-bool node_cores_oversubscribed() {
+Status node_cores_oversubscribed(bool *oversubscribed) {
+    *oversubscribed = false;
     // One blocking gather over MPI_COMM_WORLD of every rank's node and CPU
     // mask, not MPI_Comm_split_type: Open MPI agrees a new communicator's
     // context id with a non-blocking collective, and so would start polling
@@ -91,11 +92,13 @@ bool node_cores_oversubscribed() {
     try {
         all.resize(size_t(size));
     } catch (const std::bad_alloc &) {
-        return false;
+        // The others wait in the gather: the caller fails the start, which
+        // aborts the job.
+        return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory gathering the %d ranks' CPU masks", size);
     }
     if (PMPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine), MPI_BYTE,
                        MPI_COMM_WORLD) != MPI_SUCCESS)
-        return false;
+        return TERSE_OK;
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
     int local = 0;
@@ -105,7 +108,8 @@ bool node_cores_oversubscribed() {
         CPU_OR(&cpus, &cpus, &r.cpus);
     }
     const int available = CPU_COUNT(&cpus);
-    return available > 0 && local > available;
+    *oversubscribed = available > 0 && local > available;
+    return TERSE_OK;
 }
 
 }  // namespace terse

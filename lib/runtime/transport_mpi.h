@@ -46,8 +46,10 @@ private:
 // Whether this node runs more ranks than it has CPUs for them: the union
 // of the local ranks' CPU affinity masks (a cpuset or binding counts) is
 // smaller than the number of local ranks.  A node is a host name.
-// Collective over MPI_COMM_WORLD (one blocking allgather); on any failure
-// the answer is false.
-bool node_cores_oversubscribed();
+// Collective over MPI_COMM_WORLD (one blocking allgather).  The answer in
+// *oversubscribed; false where MPI fails.  TERSE_ERR_NO_MEMORY where this
+// rank cannot hold the gather (its peers then wait in it: the caller must
+// end the job).
+Status node_cores_oversubscribed(bool *oversubscribed);
 
 }  // namespace terse
