@@ -274,6 +274,13 @@ else
 fi
 
 # ------------------------------------------------------------ outside: table
+# median(a, k): the median of a[1..k] (sorted in place), for the awk
+# programs below.
+awk_median='
+function median(a, k,    f, g, t) {
+    for (f = 2; f <= k; f++) for (g = f; g > 1 && a[g] < a[g - 1]; g--) { t = a[g]; a[g] = a[g - 1]; a[g - 1] = t }
+    return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+}'
 # Rounds -> one result per run: the median latency over rounds per size (a
 # failed round fails the run).  Errors and ratios come from the first round.
 ref_names=""
@@ -288,7 +295,7 @@ for name in baseline $(seq -f 'terse%g' 1 ${#codecs[@]}) $ref_names; do
     echo "$rc" >"$workdir/$name.rc"
     [ "$rc" = 0 ] || continue
     cp "$workdir/$name.1.err" "$workdir/$name.err"
-    awk -F, -v OFS=, -v np="$np" -v rounds="$repeat" '
+    awk -F, -v OFS=, -v np="$np" -v rounds="$repeat" "$awk_median"'
     FNR == 1 { file++ }
     /^#/ { if (file == 1) print; next }
     /^size,/ { if (file == 1) print; next }
@@ -299,10 +306,9 @@ for name in baseline $(seq -f 'terse%g' 1 ${#codecs[@]}) $ref_names; do
     }
     END {
         for (k = 1; k <= n; k++) {
-            s = order[k]; m = 0
+            s = order[k]
             for (f = 1; f <= rounds; f++) a[f] = v[s, f]
-            for (f = 2; f <= rounds; f++) for (g = f; g > 1 && a[g] < a[g - 1]; g--) { t = a[g]; a[g] = a[g - 1]; a[g - 1] = t }
-            med = rounds % 2 ? a[(rounds + 1) / 2] : (a[rounds / 2] + a[rounds / 2 + 1]) / 2
+            med = median(a, rounds)
             split(row[s], c, ",")
             c[2] = sprintf("%.2f", med); c[3] = sprintf("%.2f", mn[s]); c[4] = sprintf("%.2f", mx[s]); c[5] = it[s]
             c[6] = sprintf("%.4f", med > 0 ? s / (med * 1e-6) / 1e9 * 2 * (np - 1) / np : 0)
@@ -371,7 +377,7 @@ for c in "${codecs[@]}"; do
         [ "$(cat "$workdir/baseline.$r.rc" 2>/dev/null)" = 0 ] && [ "$(cat "$workdir/terse$i.$r.rc" 2>/dev/null)" = 0 ] &&
             pairs+=("$workdir/baseline.$r.csv" "$workdir/terse$i.$r.csv")
     done
-    awk -F, -v OFS=, '
+    awk -F, -v OFS=, "$awk_median"'
     /^#/ || /^size,/ { next }
     FILENAME ~ /\/baseline\.[0-9]+\.csv$/ { base[$1] = $2; next }
     $1 in base && $2 > 0 { n[$1]++; q[$1, n[$1]] = base[$1] / $2 }
@@ -379,8 +385,7 @@ for c in "${codecs[@]}"; do
         for (s in n) {
             k = n[s]
             for (f = 1; f <= k; f++) a[f] = q[s, f]
-            for (f = 2; f <= k; f++) for (g = f; g > 1 && a[g] < a[g - 1]; g--) { t = a[g]; a[g] = a[g - 1]; a[g - 1] = t }
-            print s, (k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2)
+            print s, median(a, k)
         }
     }' ${pairs[@]+"${pairs[@]}"} /dev/null >"$rounds_csv"
     # Join the CSVs on size (the reference build's third, when there is one;

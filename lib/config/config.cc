@@ -9,6 +9,7 @@
 #include "config/config_keys.h"
 #include "config/config_text.h"
 #include "config/config_values.h"
+#include "util/fnv1a.h"
 
 #include <algorithm>
 
@@ -57,14 +58,7 @@ Status config_apply(CommConfig *cfg, std::string_view key, std::string_view valu
     return config_key_apply(kFromFile, key, value, source, cfg, nullptr);
 }
 
-uint64_t CommConfig::hash() const {
-    uint64_t h = 14695981039346656037ull;  // FNV-1a 64-bit offset basis
-    for (unsigned char c : canonical()) {
-        h ^= c;
-        h *= 1099511628211ull;  // FNV-1a 64-bit prime
-    }
-    return h;
-}
+uint64_t CommConfig::hash() const { return fnv1a64(canonical()); }
 
 Status config_apply_hints(const InfoHints &hints, CommConfig *cfg, ConfigOverrides *taken) {
     static constexpr std::string_view kPrefix = "terse_";

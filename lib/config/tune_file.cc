@@ -2,6 +2,7 @@
 
 #include "config/config_text.h"
 #include "config/config_values.h"
+#include "util/fnv1a.h"
 
 #include <fstream>
 #include <sstream>
@@ -223,13 +224,6 @@ std::string TuneTable::canonical() const {
     return s;
 }
 
-uint64_t TuneTable::hash() const {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : canonical()) {
-        h ^= c;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
+uint64_t TuneTable::hash() const { return fnv1a64(canonical()); }
 
 }  // namespace terse

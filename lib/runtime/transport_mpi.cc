@@ -1,5 +1,7 @@
 #include "runtime/transport_mpi.h"
 
+#include "util/fnv1a.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -80,8 +82,7 @@ Status node_cores_oversubscribed(bool *oversubscribed) {
     // unknown (it counts as the empty name).
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    mine.node = 0xcbf29ce484222325ull;  // FNV-1a of the host name
-    for (const char *c = host; *c; ++c) mine.node = (mine.node ^ uint8_t(*c)) * 0x100000001b3ull;
+    mine.node = fnv1a64(host);
     if (sched_getaffinity(0, sizeof mine.cpus, &mine.cpus) != 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &mine.cpus);
