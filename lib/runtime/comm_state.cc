@@ -416,13 +416,19 @@ Status comm_state_ready(CommState *st) {
                          st->size > 2 && !st->codecs.empty();
     if (st->config.enable && (fixed_two_level || weighed)) {
         if (!st->node_layout) {
-            Status s = NodeLayout::make(st->comm, runtime_global().node_key, st->describe(), &st->node_layout);
+            Status s = NodeLayout::make(st->comm, runtime_global().node_key, st->describe(), !fixed_two_level,
+                                        &st->node_layout);
             if (s != TERSE_OK) return s;
-            TERSE_LOG_DEBUG("communicator '%s': %s", st->name.c_str(), st->node_layout->describe().c_str());
+            if (st->node_layout)
+                TERSE_LOG_DEBUG("communicator '%s': %s", st->name.c_str(), st->node_layout->describe().c_str());
+            else
+                TERSE_LOG_DEBUG("communicator '%s': one node, or nodes of one rank: no two-level layout",
+                                st->name.c_str());
         }
-        const TwoLevelEnv &tl = *st->node_layout->env();
-        if (!fixed_two_level && (tl.nodes < 2 || tl.shards < 2)) st->node_layout.reset();  // same on every rank
-        else st->node_layout->set_config(st->config);
+        // Every rank takes the same branch (the layout's answers are agreed).
+        const TwoLevelEnv *tl = st->node_layout ? st->node_layout->env() : nullptr;
+        if (tl && !fixed_two_level && (tl->nodes < 2 || tl->shards < 2)) st->node_layout.reset();
+        else if (tl) st->node_layout->set_config(st->config);
     } else {
         st->node_layout.reset();
     }

@@ -3,6 +3,9 @@
 #include "runtime/node_layout.h"
 
 #include "runtime/engine_ports.h"
+#include "util/fnv1a.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -18,12 +21,42 @@ OwnedComm::~OwnedComm() {
 
 namespace {
 
-// One rank's key as it travels in the allgather: set flag, then the text.
+// One rank's key as it travels in the allgather: the FNV-1a hash of its
+// host name, the set flag, then the text.
 struct KeyCell {
+    uint64_t host;
     char set;
-    char text[65];
+    char text[71];
 };
-static_assert(sizeof(KeyCell) == 66, "a key cell is 66 bytes, sent as MPI_CHAR");
+static_assert(sizeof(KeyCell) == 80, "a key cell is 80 bytes, sent as MPI_CHAR");
+
+// How the ranks group into nodes: the keys, or the host names without.
+struct NodeGuess {
+    int nodes = 0;
+    int smallest = 0;  // ranks of the smallest node
+};
+
+NodeGuess guess_nodes(const std::vector<KeyCell> &cells, int size) {
+    const bool keyed = cells[0].set != 0;
+    auto same = [&](int a, int b) {
+        return keyed ? std::strcmp(cells[size_t(a)].text, cells[size_t(b)].text) == 0
+                     : cells[size_t(a)].host == cells[size_t(b)].host;
+    };
+    NodeGuess g;
+    g.smallest = size;
+    for (int q = 0; q < size; ++q) {
+        int first = q, members = 0;
+        for (int p = 0; p < size; ++p)
+            if (same(p, q)) {
+                if (p < first) first = p;
+                ++members;
+            }
+        if (first != q) continue;  // counted at its first rank
+        ++g.nodes;
+        g.smallest = std::min(g.smallest, members);
+    }
+    return g;
+}
 
 Status mpi_failed(const char *call, const std::string &what, int rc) {
     return set_error(TERSE_ERR_MPI, "two-level layout of communicator %s: %s failed (code %d)", what.c_str(),
@@ -32,11 +65,15 @@ Status mpi_failed(const char *call, const std::string &what, int rc) {
 
 // The color of this rank's node from everyone's TERSE_NODE_KEY: the lowest
 // rank with the same key.  -1 with *status clear when no rank sets one.
-Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, const std::string &what,
-                  int *color) {
+// *guess: the nodes as the keys, or the host names, show them.
+Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, const std::string &what, int *color,
+                  NodeGuess *guess) {
     std::vector<KeyCell> cells(size_t(size) + 1);
     KeyCell &mine = cells[size_t(size)];
     std::memset(&mine, 0, sizeof mine);
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    mine.host = fnv1a64(host);
     mine.set = key.empty() ? 0 : 1;
     std::memcpy(mine.text, key.data(), std::min(key.size(), sizeof mine.text - 1));
     int rc = PMPI_Allgather(&mine, int(sizeof mine), MPI_CHAR, cells.data(), int(sizeof mine), MPI_CHAR, comm);
@@ -48,6 +85,7 @@ Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, con
     }
     if (first_set < 0) {
         *color = -1;
+        *guess = guess_nodes(cells, size);
         return TERSE_OK;
     }
     if (first_unset >= 0)
@@ -61,21 +99,25 @@ Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, con
             *color = q;
             break;
         }
+    *guess = guess_nodes(cells, size);
     return TERSE_OK;
 }
 
 }  // namespace
 
 Status NodeLayout::make(MPI_Comm comm, const std::string &node_key, const std::string &what,
-                        std::unique_ptr<NodeLayout> *out) {
+                        bool only_if_two_level_fits, std::unique_ptr<NodeLayout> *out) {
+    out->reset();
     std::unique_ptr<NodeLayout> l(new (std::nothrow) NodeLayout());
     if (!l) return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for a two-level layout");
     int rank = 0, size = 1;
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &size);
     int color = -1;
-    Status s = node_color(comm, rank, size, node_key, what, &color);
+    NodeGuess guess;
+    Status s = node_color(comm, rank, size, node_key, what, &color, &guess);
     if (s != TERSE_OK) return s;
+    if (only_if_two_level_fits && (guess.nodes < 2 || guess.smallest < 2)) return TERSE_OK;
     int rc = color >= 0 ? PMPI_Comm_split(comm, color, rank, l->node_.out())
                         : PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, l->node_.out());
     if (rc != MPI_SUCCESS) return mpi_failed(color >= 0 ? "PMPI_Comm_split" : "PMPI_Comm_split_type", what, rc);

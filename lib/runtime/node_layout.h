@@ -48,8 +48,16 @@ public:
     // Collective over comm (every rank, in the same call).  node_key: this
     // rank's TERSE_NODE_KEY, empty when unset.  what: the communicator, for
     // messages ("'name' of size N").  Errors are the same on every rank.
+    // only_if_two_level_fits: make no communicator, and leave *out null,
+    // where the keys (or, without keys, the ranks' host names) already show
+    // one node or a node of one rank.  Making a communicator starts Open
+    // MPI's non-blocking agreement of its context id on comm, which keeps
+    // the MPI library polling its non-blocking component for comm's life
+    // (engine/link_agreement.h); a layout the planner would drop is not
+    // worth that.  Host names stand in for the shared-memory split here
+    // only: a layout that is made still splits by shared memory.
     static Status make(MPI_Comm comm, const std::string &node_key, const std::string &what,
-                       std::unique_ptr<NodeLayout> *out);
+                       bool only_if_two_level_fits, std::unique_ptr<NodeLayout> *out);
     NodeLayout(const NodeLayout &) = delete;
     NodeLayout &operator=(const NodeLayout &) = delete;
 
