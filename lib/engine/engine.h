@@ -126,9 +126,6 @@ struct EngineEnv {
     const TuneEntry *tuned = nullptr;
     Link *link = nullptr;
     Control *control = nullptr;
-    // The closing agreement travels over link (link_agreement.h) instead
-    // of control: set for non-blocking operations, which end in any order.
-    bool close_on_link = false;
     // Where operations live (op_memory.h): the communicator's pool, so that
     // steady-state calls allocate nothing; null gives each operation memory
     // of its own (unit tests).

@@ -1,17 +1,25 @@
-// An agreement (MAX over the ranks of a few doubles) carried by an
-// operation's own tagged messages instead of the MPI library's control
-// collectives.  Non-blocking operations close with it
-// (EngineEnv::close_on_link): MPI matches the collectives of a
-// communicator in the order they are posted, so a closing agreement posted
-// there when an operation's body ends would need every rank to end its
-// operations in the same order; these messages carry the operation's own
-// sequence number in their tags and match nothing else, whatever order the
-// ranks finish in (runtime/nonblocking.h).
+// An agreement (MAX over the ranks of some doubles) carried by terse's own
+// tagged messages instead of the MPI library's non-blocking collectives.
+// Every small agreement of the engine travels this way: an operation's
+// codec statistics and its closing agreement (op_base.h), and the
+// planner's probe of the MPI library (runtime/collective.h).  Two reasons:
+//  - Open MPI polls its non-blocking-collective component in every
+//    progress loop, for the life of the communicator, once one non-blocking
+//    collective was started on it: a control allreduce on the application's
+//    communicator taxed every later call of the job, those terse passes to
+//    the MPI library included (perf/README.md, "the control plane over
+//    terse's own messages");
+//  - non-blocking operations end in any order, and MPI matches the
+//    collectives of a communicator in the order they are posted; these
+//    messages carry their operation's sequence number in their tags and
+//    match nothing else, whatever order the ranks finish in
+//    (runtime/nonblocking.h).
 //
 // Dissemination: in round k, rank r sends what it holds to r + 2^k and
 // takes the MAX with what r - 2^k sent; after ceil(log2 n) rounds every
 // rank holds the MAX over all (MAX is idempotent, so ranks counted twice
-// do no harm).
+// do no harm).  Rounds after the first are posted from test(), so a rank
+// that starts an agreement must test it until it ends.
 #pragma once
 
 #include "engine/engine.h"
@@ -19,24 +27,36 @@
 #include "util/status.h"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace terse {
 
 class LinkMax {
 public:
-    static constexpr size_t kMaxValues = 8;
-    // Tag slots of the rounds (slot kSlotBase + k): above what a schedule
-    // reaches before it wraps, and matched in posting order even if it does
-    // (every schedule message of a peer is sent before its first round).
-    static constexpr size_t kSlotBase = 0xFF00;
+    // What is agreed, which also places its rounds' tag slots (slot + k):
+    // above what a schedule reaches before it wraps, and matched in
+    // posting order even if it does (every schedule message of a peer is
+    // sent before its first round).  Apart, so that an operation's two
+    // agreements (same sequence number) never share a tag; ceil(log2 n) <=
+    // 20 rounds for the transport's 20-bit ranks.
+    enum Purpose : uint32_t {
+        kCodecStats = 0xFF00,  // a summable codec's statistics, before the schedule
+        kClose = 0xFF40,       // an operation's outcome and measurements, after it
+        kProbe = 0xFF80,       // the planner's timing of an MPI library call
+    };
+    // Values that fit the agreement itself; more need the caller's scratch.
+    static constexpr size_t kInline = 8;
 
     LinkMax() = default;
     LinkMax(const LinkMax &) = delete;
     LinkMax &operator=(const LinkMax &) = delete;
 
-    // values[0..count) become their MAX over the ranks of env (count <=
-    // kMaxValues); they must stay valid until test() returns true.
-    Status start(const EngineEnv &env, double *values, size_t count);
+    // values[0..count) become their MAX over the ranks of env (its link,
+    // rank, size, context and sequence number).  values, env and, where
+    // count > kInline, scratch (count doubles: what a round receives) must
+    // stay valid until test() returns true.  Each round sends values
+    // itself, which the caller must not touch meanwhile.
+    Status start(const EngineEnv &env, Purpose purpose, double *values, size_t count, double *scratch = nullptr);
     // Advances; true once finished (with *status its outcome).  *moved is
     // set when a round completed.
     bool test(Status *status, bool *moved);
@@ -44,14 +64,16 @@ public:
 
 private:
     Status post_round();
+    const char *name() const;
 
     const EngineEnv *env_ = nullptr;
+    Purpose purpose_ = kClose;
     double *values_ = nullptr;
+    double *in_ = nullptr;
     size_t count_ = 0;
     unsigned round_ = 0;
     bool active_ = false;
-    double out_[kMaxValues] = {};
-    double in_[kMaxValues] = {};
+    double inline_in_[kInline] = {};
     LinkRequest send_, recv_;
 };
 

@@ -17,7 +17,7 @@ namespace terse {
 
 OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan, std::pmr::memory_resource *mem)
     : mem_(mem), env_(env), args_(args), plan_(plan), n_(env.size), r_(env.rank), esize_(dtype_size(args.dtype)),
-      pool_(mem), agreed_(mem), agreed_off_(mem) {
+      pool_(mem), agreed_(mem), agreed_in_(mem), agreed_off_(mem) {
     if (env_.codec) {
         desc_ = env_.codec->desc();
         inst_ = env_.codec->get();
@@ -36,8 +36,6 @@ OpBase::OpBase(const EngineEnv &env, const CollArgs &args, const Plan &plan, std
 }
 
 OpBase::~OpBase() {
-    if (agree_req_.active) env_.control->wait(&agree_req_);
-    if (close_req_.active) env_.control->wait(&close_req_);
     if (!accounted_) account();
     if (residual_held_) env_.residuals->release(residual_key_);
 }
@@ -164,6 +162,7 @@ Status OpBase::start_stats_agreement() {
         for (size_t g = 0; g < total; ++g)
             agreed_off_[g + 1] = agreed_off_[g] + (desc_->stats_count ? desc_->stats_count(inst_, counts[g]) : 0);
         agreed_.assign(agreed_off_[total] + 1, -HUGE_VAL);
+        if (agreed_.size() > LinkMax::kInline) agreed_in_.assign(agreed_.size(), 0.0);
     } catch (const std::bad_alloc &) {
         return set_error(TERSE_ERR_NO_MEMORY, "terse: out of memory for codec statistics");
     }
@@ -197,8 +196,7 @@ Status OpBase::start_stats_agreement() {
     }
     // Last slot: 0, or 1 + the rank that failed (MAX keeps one of them).
     agreed_.back() = poisoned_ ? double(r_) + 1.0 : 0.0;
-    return env_.control->iallreduce(agreed_.data(), agreed_.data(), agreed_.size(), TERSE_DTYPE_FLOAT64,
-                                    TERSE_OP_MAX, &agree_req_);
+    return agree_link_.start(env_, LinkMax::kCodecStats, agreed_.data(), agreed_.size(), agreed_in_.data());
 }
 
 void OpBase::apply_agreement() {
@@ -225,7 +223,10 @@ Status OpBase::progress_stages(bool *done) {
     }
     if (stage_ == Stage::Agree) {
         Status s = TERSE_OK;
-        if (!env_.control->test(&agree_req_, &s)) return TERSE_OK;
+        bool moved = false;
+        const bool agreed = agree_link_.test(&s, &moved);
+        if (moved) note_activity();
+        if (!agreed) return TERSE_OK;
         if (s != TERSE_OK) return finish_fatal(s);
         apply_agreement();
         stage_ = Stage::Body;
@@ -263,8 +264,7 @@ Status OpBase::progress_stages(bool *done) {
     if (stage_ == Stage::Close) {
         Status s = TERSE_OK;
         bool moved = false;
-        const bool closed = env_.close_on_link ? close_link_.test(&s, &moved)
-                                               : env_.control->test(&close_req_, &s);
+        const bool closed = close_link_.test(&s, &moved);
         if (moved) note_activity();
         if (!closed) return TERSE_OK;
         if (s != TERSE_OK) return finish_fatal(s);
@@ -293,27 +293,19 @@ Status OpBase::progress_stages(bool *done) {
 // phase or an exchange, a folded rank's result, gather's final decode),
 // where poison frames can no longer reach the others: a corrupt frame
 // there, a codec's decode, feedback's bookkeeping.  So the ranks agree on
-// the outcome with one small allreduce, on every path, lossless included;
-// a guarded call adds its verdict (all ranks know the call is guarded, so
-// all post the same count).
+// the outcome, on every path, lossless included, with a MAX over the link
+// (link_agreement.h).  A guarded call adds its verdict (all ranks know the
+// call is guarded, so all agree on the same count), and the planner's
+// measurements ride on it (the slowest rank's time and codec time, the
+// worst ratio), so that every rank acts on the same numbers.
 Status OpBase::post_close() {
-    // A rank can fail on a message it does not forward (the last hop of a
-    // ring phase or an exchange, a folded rank's result, gather's final
-    // decode), where poison frames can no longer reach the others: a corrupt
-    // frame there, a codec's decode, feedback's bookkeeping.  So the ranks
-    // agree on the outcome with one small allreduce, on every path, lossless
-    // included.  The guard's verdict and the planner's measurements ride on
-    // it (MAX over ranks: the slowest rank's time and codec time, the worst
-    // ratio), so that every rank acts on the same numbers.
-    if (n_ <= 1 || !env_.control) return TERSE_OK;
+    if (n_ <= 1) return TERSE_OK;
     close_[0] = (poisoned_ && local_failure_) ? double(r_) + 1.0 : 0.0;
     close_[2] = now_seconds() - t_start_;
     close_[3] = t_encode_ + t_decode_;
     close_[4] = wire_raw_ ? double(wire_) / double(wire_raw_) : 1.0;
     const size_t count = env_.observed ? 5 : guard_check_ ? 2 : 1;
-    Status s = env_.close_on_link ? close_link_.start(env_, close_, count)
-                                  : env_.control->iallreduce(close_, close_, count, TERSE_DTYPE_FLOAT64,
-                                                             TERSE_OP_MAX, &close_req_);
+    Status s = close_link_.start(env_, LinkMax::kClose, close_, count);
     if (s != TERSE_OK) return s;
     stage_ = Stage::Close;
     return TERSE_OK;

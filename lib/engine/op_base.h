@@ -92,9 +92,10 @@ public:
     Status progress(bool *done) final;
     // A device codec's copy in flight wakes nothing terse can sleep on
     // either (device_wait_: the body found none of its pending work ready).
+    // The agreements travel over the link (link_agreement.h); only the
+    // guard's check waits on the MPI library.
     bool waits_on_control() const final {
-        return stage_ == Stage::Agree || stage_ == Stage::Check ||
-               (stage_ == Stage::Close && !env_.close_on_link) || (stage_ == Stage::Body && device_wait_);
+        return stage_ == Stage::Check || (stage_ == Stage::Body && device_wait_);
     }
 
     // Send accounting (the ring stream calls it for every frame it sends).
@@ -263,15 +264,15 @@ private:
 
     // Summable codecs: per-chunk statistics (MAX over ranks) + failure flag.
     OpVector<double> agreed_;
+    OpVector<double> agreed_in_;  // what a round of the agreement receives
     OpVector<size_t> agreed_off_;
-    ControlRequest agree_req_;
+    LinkMax agree_link_;
     // Closing agreement on the outcome (see progress()), MAX over ranks:
     // [0] the failed rank + 1 (or 0); [1] on a guarded call, whether the
     // error exceeded its allowance; [2..4], when env_.observed asks, the
     // operation's time, codec time and wire ratio (the planner's input).
     double close_[5] = {0, 0, 0, 0, 0};
-    ControlRequest close_req_;
-    LinkMax close_link_;  // instead of close_req_ with env_.close_on_link
+    LinkMax close_link_;
 
     std::optional<Verifier> verifier_;
     // The error guard, on the calls it checks (guard.h).

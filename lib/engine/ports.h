@@ -1,9 +1,11 @@
 // What an engine operation needs from the outside world, as two small
 // interfaces: Link (tagged point-to-point messages between ranks of the
-// communicator) and Control (the MPI library's own non-blocking collectives
-// on the communicator: a small allreduce for agreeing on codec statistics
-// and outcomes and for TERSE_VERIFY, and the reduce-scatter and allgather
-// the two-level schedule runs inside a node).
+// communicator, which also carry the small agreements on codec statistics
+// and outcomes: link_agreement.h) and Control (the MPI library's own
+// non-blocking collectives on the communicator: the exact allreduce of
+// TERSE_VERIFY and of the error guard, the guard's verdict, the two-level
+// schedule's agreement, and the reduce-scatter and allgather it runs inside
+// a node).
 // Operations run on the UCX transport and PMPI in production
 // (runtime/engine_ports.h); unit tests run every algorithm for many
 // simulated ranks inside one process with an in-memory Link

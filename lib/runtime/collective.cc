@@ -91,7 +91,8 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
     c.model = true;
     // Counted on the calls the selector decides, which every rank makes
     // alike, so that every rank applies a probe before the same decision.
-    if (++st->model_calls >= st->probe.due && st->probe.req.active) c.failed = collective_settle_probe(st, true);
+    if (++st->model_calls >= st->probe.due && st->probe.agree.active())
+        c.failed = collective_settle_probe(st, true);
     bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);
     std::string why;
@@ -143,10 +144,13 @@ Status collective_probed(CommState *st, const CollArgs &args, const CollectiveCh
     // A probe that asks for a second one (Selector::kConfirmAbove) comes
     // on the next call, before this one's is due: this one first.
     if ((s = collective_settle_probe(st, true)) != TERSE_OK) return s;
-    // Waiting here would add a round of the control plane to the probed
-    // call (measured over TCP: a 64 KiB call's 34 us became 54 us, and its
-    // successor 48 us); left in flight, the next call's MPI progress moves
-    // it, and it is applied at the second decision from now.
+    // Waiting here would add a round trip to the probed call (measured
+    // over TCP: a 64 KiB call's 34 us became 54 us, and its successor
+    // 48 us); left in flight, it is applied at the second decision from
+    // now.  Over the link, not an MPI_Iallreduce: see link_agreement.h.
+    // The probe takes a sequence number of its own, so that its messages
+    // match nothing of the operations that run meanwhile; every rank probes
+    // the same calls (the selector's choice), so the numbers stay aligned.
     CommState::PendingProbe &p = st->probe;
     p.seconds = seconds;
     p.kind = args.kind;
@@ -154,14 +158,25 @@ Status collective_probed(CommState *st, const CollArgs &args, const CollectiveCh
     p.eligible = c.eligible;
     p.first_calls = c.probe_first_calls;
     p.due = st->model_calls + Selector::kProbeLag;
-    return st->control->iallreduce(&p.seconds, &p.seconds, 1, TERSE_DTYPE_FLOAT64, TERSE_OP_MAX, &p.req);
+    p.env = EngineEnv{};
+    p.env.rank = st->rank;
+    p.env.size = st->size;
+    p.env.ctx_id = st->ctx_id;
+    p.env.seq = st->seq++;
+    p.env.link = st->link.get();
+    return p.agree.start(p.env, LinkMax::kProbe, &p.seconds, 1);
 }
 
 Status collective_settle_probe(CommState *st, bool apply) {
     CommState::PendingProbe &p = st->probe;
-    if (!p.req.active) return TERSE_OK;
+    if (!p.agree.active()) return TERSE_OK;
     Status s = TERSE_OK;
-    while (!st->control->test(&p.req, &s)) {}
+    bool moved = false;
+    // Every rank settles at the same decision, before that call reaches
+    // the MPI library, so a peer that has not sent its round yet is still
+    // in an earlier call.  Progressing MPI meanwhile lets such a peer
+    // finish that call should it need a send this rank has queued there.
+    while (!p.agree.test(&s, &moved)) mpi_progress(st->comm);
     if (s != TERSE_OK) return s;
     if (apply && st->selector) st->selector->observe_mpi(p.kind, p.bytes, p.eligible, p.seconds, p.first_calls);
     return TERSE_OK;
@@ -250,8 +265,6 @@ Status collective_start(CommState *st, const CollArgs &args, const CollectiveCho
         }
         env.residuals = st->residuals.get();
     }
-    // Non-blocking operations end in any order (runtime/nonblocking.h).
-    env.close_on_link = nonblocking;
     // A non-blocking call runs the flat schedules: the two-level node stages
     // post MPI collectives on the node communicators, which the progress
     // thread may not do (terse(7), NON-BLOCKING CALLS).

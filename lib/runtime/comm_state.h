@@ -28,6 +28,7 @@
 #include "engine/coll_args.h"
 #include "engine/feedback_key.h"
 #include "engine/guard.h"
+#include "engine/link_agreement.h"
 #include "engine/op_memory.h"
 #include "engine/ports.h"
 #include "engine/stats.h"
@@ -110,12 +111,13 @@ public:
     std::unique_ptr<Selector> selector;
     uint64_t model_calls = 0;  // calls the selector decided (collective_choose)
     // The planner's last probe of the MPI library (collective_probed): its
-    // time agreed by a control allreduce left in flight, given to the
-    // selector at the model's second decision after it, so that the calls
-    // between progress the agreement instead of a call waiting for it
-    // (collective.cc).  Settled before the selector goes.
+    // time agreed over the link (engine/link_agreement.h), left in flight
+    // and given to the selector at the model's second decision after it,
+    // so that the round trip overlaps the calls between instead of a call
+    // waiting for it (collective.cc).  Settled before the selector goes.
     struct PendingProbe {
-        ControlRequest req;  // active while in flight
+        EngineEnv env;  // the agreement's link, ranks and sequence number
+        LinkMax agree;  // active while in flight
         double seconds = 0;
         CollKind kind = CollKind::Allreduce;
         size_t bytes = 0;

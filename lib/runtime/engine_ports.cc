@@ -227,6 +227,11 @@ MPI_Datatype mpi_type(terse_dtype_t dt) {
     }
 }
 
+void mpi_progress(MPI_Comm comm) {
+    int flag = 0;
+    (void)PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+}
+
 Status dtype_not_carried(const char *what, terse_dtype_t dt) {
     std::vector<const char *> names;  // the dtypes mpi_type() maps
     for (unsigned t = 0; t < TERSE_DTYPE_MAX_; ++t)

@@ -23,6 +23,10 @@ MPI_Op mpi_op(terse_op_t op);
 // TERSE_ERR_UNSUPPORTED with a message naming `what` (e.g. "node
 // reduce-scatter"), dt, and the dtypes mpi_type() maps.
 Status dtype_not_carried(const char *what, terse_dtype_t dt);
+// One turn of the MPI library's progress engine (an MPI_Iprobe on comm,
+// which matches nothing), for a wait on terse's own messages that a peer
+// may only answer once an earlier MPI call of its own completes.
+void mpi_progress(MPI_Comm comm);
 
 // The node stages of the two-level schedule (runtime/node_layout.h): like
 // make_mpi_control, but ireduce_scatter and iallgatherv block and return
