@@ -15,11 +15,15 @@
 //    match nothing else, whatever order the ranks finish in
 //    (runtime/nonblocking.h).
 //
-// Dissemination: in round k, rank r sends what it holds to r + 2^k and
-// takes the MAX with what r - 2^k sent; after ceil(log2 n) rounds every
-// rank holds the MAX over all (MAX is idempotent, so ranks counted twice
-// do no harm).  Rounds after the first are posted from test(), so a rank
-// that starts an agreement must test it until it ends.
+// Up to kDirectRanks ranks and kInline values, one round: every rank sends
+// its values to every other, so all messages are posted at start() and an
+// agreement left in flight (the planner's probe) ends without a round
+// trip at the rank that waits for it.  Beyond that, dissemination: in
+// round k, rank r sends what it holds to r + 2^k and takes the MAX with
+// what r - 2^k sent; after ceil(log2 n) rounds every rank holds the MAX
+// over all (MAX is idempotent, so ranks counted twice do no harm).  Rounds
+// after the first are posted from test(), so a rank that starts an
+// agreement must test it until it ends.
 #pragma once
 
 #include "engine/engine.h"
@@ -46,6 +50,8 @@ public:
     };
     // Values that fit the agreement itself; more need the caller's scratch.
     static constexpr size_t kInline = 8;
+    // The most ranks that agree in one round (n - 1 messages each way).
+    static constexpr int kDirectRanks = 8;
 
     LinkMax() = default;
     LinkMax(const LinkMax &) = delete;
@@ -63,18 +69,24 @@ public:
     bool active() const { return active_; }
 
 private:
+    Status post_direct();
     Status post_round();
+    // Whether requests [0, n) are all complete; on a failure, *status.
+    bool tested(int n, Status *status);
+    bool finish();
     const char *name() const;
 
     const EngineEnv *env_ = nullptr;
     Purpose purpose_ = kClose;
     double *values_ = nullptr;
-    double *in_ = nullptr;
+    double *in_ = nullptr;  // dissemination: what a round receives
     size_t count_ = 0;
     unsigned round_ = 0;
+    bool direct_ = false;
     bool active_ = false;
-    double inline_in_[kInline] = {};
-    LinkRequest send_, recv_;
+    // Direct: peer k's values at k * kInline; dissemination: the first kInline.
+    double inline_in_[kInline * (kDirectRanks - 1)] = {};
+    LinkRequest send_[kDirectRanks - 1], recv_[kDirectRanks - 1];
 };
 
 }  // namespace terse

@@ -63,6 +63,20 @@ bool collective_two_level_weighed(const CommState *st, const CollArgs &a, bool n
     return st->node_layout && !nonblocking && !st->nb && a.kind == CollKind::Allreduce;
 }
 
+namespace {
+// Moves a probe's agreement on by what has arrived: a round that ends
+// posts the next one now, not at the settling decision, where on 3 or more
+// ranks it would cost a call a round trip (Open MPI over TCP at 10 Gbit/s,
+// 4 ranks, 64 KiB: 276 us a call against 238 passed straight).  True once
+// the agreement ended (p.outcome holds how).
+bool advance_probe(CommState *st) {
+    CommState::PendingProbe &p = st->probe;
+    if (!p.agree.active()) return true;
+    bool moved = false;
+    return p.agree.test(&p.outcome, &moved);
+}
+}  // namespace
+
 CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblocking) {
     CollectiveChoice c;
     if (!st) return c;
@@ -91,8 +105,12 @@ CollectiveChoice collective_choose(CommState *st, const CollArgs &a, bool nonblo
     c.model = true;
     // Counted on the calls the selector decides, which every rank makes
     // alike, so that every rank applies a probe before the same decision.
-    if (++st->model_calls >= st->probe.due && st->probe.agree.active())
-        c.failed = collective_settle_probe(st, true);
+    if (st->probe.pending) {
+        if (++st->model_calls >= st->probe.due) c.failed = collective_settle_probe(st, true);
+        else advance_probe(st);
+    } else {
+        ++st->model_calls;
+    }
     bool changed = false;
     const bool debug = log_enabled(LogLevel::Debug);
     std::string why;
@@ -164,20 +182,22 @@ Status collective_probed(CommState *st, const CollArgs &args, const CollectiveCh
     p.env.ctx_id = st->ctx_id;
     p.env.seq = st->seq++;
     p.env.link = st->link.get();
-    return p.agree.start(p.env, LinkMax::kProbe, &p.seconds, 1);
+    p.outcome = TERSE_OK;
+    s = p.agree.start(p.env, LinkMax::kProbe, &p.seconds, 1);
+    p.pending = s == TERSE_OK;
+    return s;
 }
 
 Status collective_settle_probe(CommState *st, bool apply) {
     CommState::PendingProbe &p = st->probe;
-    if (!p.agree.active()) return TERSE_OK;
-    Status s = TERSE_OK;
-    bool moved = false;
+    if (!p.pending) return TERSE_OK;
     // Every rank settles at the same decision, before that call reaches
     // the MPI library, so a peer that has not sent its round yet is still
     // in an earlier call.  Progressing MPI meanwhile lets such a peer
     // finish that call should it need a send this rank has queued there.
-    while (!p.agree.test(&s, &moved)) mpi_progress(st->comm);
-    if (s != TERSE_OK) return s;
+    while (!advance_probe(st)) mpi_progress(st->comm);
+    p.pending = false;
+    if (p.outcome != TERSE_OK) return p.outcome;
     if (apply && st->selector) st->selector->observe_mpi(p.kind, p.bytes, p.eligible, p.seconds, p.first_calls);
     return TERSE_OK;
 }

@@ -111,13 +111,16 @@ public:
     std::unique_ptr<Selector> selector;
     uint64_t model_calls = 0;  // calls the selector decided (collective_choose)
     // The planner's last probe of the MPI library (collective_probed): its
-    // time agreed over the link (engine/link_agreement.h), left in flight
-    // and given to the selector at the model's second decision after it,
-    // so that the round trip overlaps the calls between instead of a call
-    // waiting for it (collective.cc).  Settled before the selector goes.
+    // time agreed over the link (engine/link_agreement.h), left in flight,
+    // moved on by the decisions between, and given to the selector at the
+    // model's second decision after it, so that its rounds overlap the
+    // calls between instead of a call waiting for them (collective.cc).
+    // Settled before the selector goes.
     struct PendingProbe {
-        EngineEnv env;  // the agreement's link, ranks and sequence number
-        LinkMax agree;  // active while in flight
+        bool pending = false;       // from the probe until it is settled
+        EngineEnv env;              // the agreement's link, ranks and sequence number
+        LinkMax agree;              // active while its rounds are in flight
+        Status outcome = TERSE_OK;  // the agreement's, once it ended
         double seconds = 0;
         CollKind kind = CollKind::Allreduce;
         size_t bytes = 0;
