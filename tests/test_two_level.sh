@@ -41,12 +41,22 @@ printf '%s\n' "$log" | grep -q "none/two_level" || { printf '%s\n' "$log" | grep
 printf '%s\n' "$log" | grep -q "2 nodes of up to 2 ranks, 2 rails" || fail "aabb: the nodes were not measured"
 printf '%s\n' "$log" | grep "planner:.*none/two_level" | head -n 2
 
-echo "== one node (aaaa), algorithm=auto, TERSE_PLANNER=model: nothing to weigh"
-log=$(TERSE_PLANNER=model TERSE_LOG=debug run_layout aaaa weighed 2>&1) || { printf '%s\n' "$log"; fail "weighed, aaaa"; }
-if printf '%s\n' "$log" | grep -q "two_level"; then
-    printf '%s\n' "$log" | grep two_level
-    fail "aaaa: the two-level schedule was weighed on one node"
-fi
+# One node, or a node of one rank: nothing to weigh, and no node or rail
+# communicator made to find that out (node_layout.h); aaabb is weighed.
+for word in aaaa aaab; do
+    echo "== nodes $word, algorithm=auto, TERSE_PLANNER=model: nothing to weigh, no layout made"
+    log=$(TERSE_PLANNER=model TERSE_LOG=debug run_layout $word weighed 2>&1) || { printf '%s\n' "$log"; fail "weighed, $word"; }
+    if printf '%s\n' "$log" | grep -q "two_level"; then
+        printf '%s\n' "$log" | grep two_level
+        fail "$word: the two-level schedule was weighed"
+    fi
+    printf '%s\n' "$log" | grep -q "one node, or nodes of one rank: no two-level layout" ||
+        { printf '%s\n' "$log" | grep "communicator '"; fail "$word: a layout was made"; }
+done
+echo "== nodes aaabb, algorithm=auto, TERSE_PLANNER=model: weighed (nodes of 3 and 2 ranks)"
+log=$(TERSE_PLANNER=model TERSE_LOG=debug run_layout aaabb weighed 2>&1) || { printf '%s\n' "$log"; fail "weighed, aaabb"; }
+printf '%s\n' "$log" | grep -q "communicator '': 2 nodes of 2..3 ranks, 2 shards" ||
+    { printf '%s\n' "$log" | grep "communicator '"; fail "aaabb: the nodes were not measured"; }
 
 echo "== no TERSE_NODE_KEY: the MPI library's shared-memory split, 3 ranks"
 run_np 3 ./test_two_level || fail "shared-memory split"

@@ -38,22 +38,23 @@ struct NodeGuess {
 
 NodeGuess guess_nodes(const std::vector<KeyCell> &cells, int size) {
     const bool keyed = cells[0].set != 0;
-    auto same = [&](int a, int b) {
-        return keyed ? std::strcmp(cells[size_t(a)].text, cells[size_t(b)].text) == 0
-                     : cells[size_t(a)].host == cells[size_t(b)].host;
+    auto less = [&](int a, int b) {
+        return keyed ? std::strcmp(cells[size_t(a)].text, cells[size_t(b)].text) < 0
+                     : cells[size_t(a)].host < cells[size_t(b)].host;
     };
+    // Sorted, equal keys are neighbours: n log n, for communicators of
+    // many thousand ranks.
+    std::vector<int> order(static_cast<size_t>(size));
+    for (int q = 0; q < size; ++q) order[size_t(q)] = q;
+    std::sort(order.begin(), order.end(), less);
     NodeGuess g;
     g.smallest = size;
-    for (int q = 0; q < size; ++q) {
-        int first = q, members = 0;
-        for (int p = 0; p < size; ++p)
-            if (same(p, q)) {
-                if (p < first) first = p;
-                ++members;
-            }
-        if (first != q) continue;  // counted at its first rank
+    for (size_t i = 0; i < order.size();) {
+        size_t j = i + 1;
+        while (j < order.size() && !less(order[i], order[j])) ++j;
         ++g.nodes;
-        g.smallest = std::min(g.smallest, members);
+        g.smallest = std::min(g.smallest, int(j - i));
+        i = j;
     }
     return g;
 }
