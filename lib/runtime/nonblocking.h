@@ -17,18 +17,20 @@
 //    nb_policy=priority (the default) the highest priority first
 //    (terse_set_next_priority; ties: the earliest issued), and an
 //    operation is advanced only while every one above it is waiting: on
-//    the MPI control plane, or on a peer (it moved nothing for
-//    nb_hold_us).  So a higher priority preempts at a chunk boundary,
-//    and the schedule stays work-conserving.  The rule that keeps this
+//    a peer (it moved nothing for nb_hold_us), or on the MPI library
+//    (TERSE_VERIFY's and the guard's exact allreduce).  So a higher
+//    priority preempts at a chunk boundary, and the schedule stays
+//    work-conserving.  The rule that keeps this
 //    deadlock-free however each rank orders its work: (1) every MPI step
-//    of an operation (the agreements of OpBase) is posted when the
-//    operation starts, on the private duplicate `ctl_comm`, and starts
-//    follow issue order, so every rank posts the same sequence of MPI
-//    collectives there, which MPI completes whatever order they are tested
-//    in; (2) the one agreement at an operation's end (its outcome) travels
-//    over the operation's own tagged messages (engine/link_agreement.h),
-//    which match nothing else; (3) every other message is tagged with the
-//    operation's sequence number.  No operation then waits for a later-
+//    of an operation (the exact allreduce of TERSE_VERIFY and of the
+//    guard) is posted when the operation starts, on the private duplicate
+//    `ctl_comm`, and starts follow issue order, so every rank posts the
+//    same sequence of MPI collectives there, which MPI completes whatever
+//    order they are tested in; (2) an operation's agreements (codec
+//    statistics at its start, its outcome at its end) travel over its own
+//    tagged messages (engine/link_agreement.h), which match nothing else;
+//    (3) every other message is tagged with the operation's sequence
+//    number.  No operation then waits for a later-
 //    issued one, and a rank holds an operation back only while another
 //    one moves, never indefinitely: by induction over issue order, the
 //    earliest unfinished operation finishes on every rank, which frees a
@@ -43,10 +45,10 @@
 //    application computes; it sleeps on a condition variable when nothing
 //    is in flight and on the transport's events while something is, so it
 //    keeps no core busy.  It calls MPI only when the application asked for
-//    MPI_THREAD_MULTIPLE; below that, the few MPI steps of an operation
-//    (agreements, completing the request) are left to the application's
-//    next MPI call that terse intercepts: the completion calls, any terse
-//    collective, MPI_Finalize.  The transport is shared with the progress
+//    MPI_THREAD_MULTIPLE; below that, an operation's MPI steps (completing
+//    the request; the exact allreduce of TERSE_VERIFY and the guard) are
+//    left to the application's next MPI call that terse intercepts: the
+//    completion calls, any terse collective, MPI_Finalize.  The transport is shared with the progress
 //    thread from the first non-blocking call on (Transport::share_worker).
 //  - MPI_Finalize completes every operation still in flight first.
 #pragma once
