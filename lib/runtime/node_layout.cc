@@ -3,9 +3,7 @@
 #include "runtime/node_layout.h"
 
 #include "runtime/engine_ports.h"
-#include "util/fnv1a.h"
-
-#include <unistd.h>
+#include "runtime/transport_mpi.h"
 
 #include <algorithm>
 #include <cstring>
@@ -72,13 +70,12 @@ Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, con
     std::vector<KeyCell> cells(size_t(size) + 1);
     KeyCell &mine = cells[size_t(size)];
     std::memset(&mine, 0, sizeof mine);
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    mine.host = fnv1a64(host);
+    mine.host = host_name_hash();
     mine.set = key.empty() ? 0 : 1;
     std::memcpy(mine.text, key.data(), std::min(key.size(), sizeof mine.text - 1));
     int rc = PMPI_Allgather(&mine, int(sizeof mine), MPI_CHAR, cells.data(), int(sizeof mine), MPI_CHAR, comm);
     if (rc != MPI_SUCCESS) return mpi_failed("PMPI_Allgather of the node keys", what, rc);
+    *guess = guess_nodes(cells, size);  // keys set on some ranks only: the error below
     int first_set = -1, first_unset = -1;
     for (int q = 0; q < size; ++q) {
         int &first = cells[size_t(q)].set ? first_set : first_unset;
@@ -86,7 +83,6 @@ Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, con
     }
     if (first_set < 0) {
         *color = -1;
-        *guess = guess_nodes(cells, size);
         return TERSE_OK;
     }
     if (first_unset >= 0)
@@ -100,7 +96,6 @@ Status node_color(MPI_Comm comm, int rank, int size, const std::string &key, con
             *color = q;
             break;
         }
-    *guess = guess_nodes(cells, size);
     return TERSE_OK;
 }
 

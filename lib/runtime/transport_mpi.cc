@@ -66,6 +66,12 @@ void MpiOob::free(void *req) {
     delete r;
 }
 
+uint64_t host_name_hash() {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return fnv1a64(host);
+}
+
 Status node_cores_oversubscribed(bool *oversubscribed) {
     *oversubscribed = false;
     // One blocking gather over MPI_COMM_WORLD of every rank's node and CPU
@@ -80,9 +86,7 @@ Status node_cores_oversubscribed(bool *oversubscribed) {
     NodeCpus mine{};
     // Every rank takes part in the gather, also one whose host name is
     // unknown (it counts as the empty name).
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    mine.node = fnv1a64(host);
+    mine.node = host_name_hash();
     if (sched_getaffinity(0, sizeof mine.cpus, &mine.cpus) != 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &mine.cpus);

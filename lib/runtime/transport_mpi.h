@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace terse {
 
@@ -42,6 +43,11 @@ private:
     bool nonblocking_ = false;
     int rank_ = 0, size_ = 1;
 };
+
+// This rank's host name as an FNV-1a hash (the empty name's where
+// gethostname fails): what groups ranks into nodes where MPI is not asked
+// (here, and the two-level layout's guess: runtime/node_layout.h).
+uint64_t host_name_hash();
 
 // Whether this node runs more ranks than it has CPUs for them: the union
 // of the local ranks' CPU affinity masks (a cpuset or binding counts) is
