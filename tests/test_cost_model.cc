@@ -1563,3 +1563,79 @@ TEST(Selection, WithoutABurstASlowFirstProbeWaitsForASecond) {
     s.observe_mpi(CollKind::Allreduce, bytes, kAll, 965e-6);
     EXPECT_TRUE(s.choose(CollKind::Allreduce, bytes, kAll).engine);
 }
+
+namespace {
+
+// One class run as the runtime runs it (runtime/collective.cc): a probe's
+// time reaches the selector kProbeLag decisions after its call, and says
+// whether it ran one of the MPI library's first calls at the size.  Its
+// k-th engine call (from 0, the warm-up included) takes engine(k); the
+// MPI library's n-th call (from 1) takes mpi(n).  Returns per call
+// whether it ran the MPI library.
+std::vector<bool> run_lagged(Selector &s, size_t bytes, int calls, const std::function<double(int k)> &engine,
+                             const std::function<double(int n)> &mpi) {
+    struct Pending {
+        int due;
+        double seconds;
+        bool first_calls;
+    };
+    std::vector<Pending> pending;
+    std::vector<bool> ran_mpi;
+    int engine_calls = 0, mpi_calls = 0;
+    for (int call = 1; call <= calls; ++call) {
+        for (auto p = pending.begin(); p != pending.end();)
+            if (p->due <= call) {
+                s.observe_mpi(CollKind::Allreduce, bytes, kAll, p->seconds, p->first_calls);
+                p = pending.erase(p);
+            } else {
+                ++p;
+            }
+        bool probe = false;
+        const Option o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+        const bool on_mpi = probe || !o.engine;
+        ran_mpi.push_back(on_mpi);
+        if (on_mpi) {
+            const double t = mpi(++mpi_calls);
+            if (probe)
+                pending.push_back(Pending{call + int(Selector::kProbeLag), t,
+                                          s.probe_runs_first_calls(CollKind::Allreduce, bytes, kAll)});
+        } else {
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{engine(engine_calls++), 0, 1});
+        }
+    }
+    return ran_mpi;
+}
+
+}  // namespace
+
+TEST(Selection, AnEngineClassChecksTheMpiLibraryBeforeLeavingForIt) {
+    // A 16 MiB class on the engine, which the set-up's curve (carried far
+    // past the sizes it timed) puts 1.5 times faster than the MPI library.
+    // From its 6th call the engine slows to 1.6 times that MPI estimate;
+    // the MPI library really takes 2.5 times its estimate (3 times more on
+    // its first two calls at the size).  Before leaving the engine the
+    // class runs the MPI library as a probe, finds it slower, and stays:
+    // at most kCheckCalls calls of the MPI library in 40, and one more
+    // where the last is slow enough to be held for a second.  Moved on the
+    // estimate, it ran the MPI library until its probes kProbeEvery calls
+    // later undid the move (without the check: 11 calls of 40).  Where the
+    // MPI library really is faster, the class moves to it as before.
+    const size_t bytes = 16 << 20;
+    auto mpi_calls = [](const std::vector<bool> &ran) { return int(std::count(ran.begin(), ran.end(), true)); };
+    for (double mpi_real : {2.5, 1.0}) {
+        Selector s = with_mpi_gap(1.5, bytes);
+        const double mpi_t = s.predict(Option{}, CollKind::Allreduce, bytes, kAll);
+        const double engine_t = mpi_t / 1.5;
+        const std::vector<bool> ran = run_lagged(
+            s, bytes, 40, [&](int k) { return k < 5 ? engine_t : 1.6 * mpi_t; },
+            [&](int n) { return (n <= int(Selector::kMpiFirstCalls) ? 3.0 : 1.0) * mpi_real * mpi_t; });
+        if (mpi_real > 1.6) {
+            // Slower than the slowed engine: the class keeps the engine.
+            EXPECT_LE(mpi_calls(ran), int(Selector::kCheckCalls) + 1) << s.summary("");
+            EXPECT_FALSE(ran.back()) << s.summary("");
+        } else {
+            // Faster: the class moves to it once its time is in, and stays.
+            EXPECT_TRUE(std::all_of(ran.end() - 20, ran.end(), [](bool m) { return m; })) << s.summary("");
+        }
+    }
+}

@@ -348,10 +348,11 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     if (c.pinned) return c.choice;
     // A call that probes the MPI library does not explore; an exploration
     // due waits for the next call.
-    bool probe = false;
+    bool probe = false, check = false;
     Option explored;
     const auto finish = [&](bool moved, double speedup) {
         next_probe(c, moved, &probe, speedup);
+        probe = probe || check;
         if (probe_mpi) *probe_mpi = probe;
         if (probe_mpi && probe && c.choice.engine) c.probes++;
         const Option o = !moved && !probe && timed && explore(c, bytes, &explored, why) ? explored : c.choice;
@@ -433,6 +434,14 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             if (!engine_pays) best = 0;
             if (best > 0 && bet_waits_for(mpi_t)) best = std::max(0, tried_instead(mpi_t));
             move = true;
+            if (best == 0 && checks_mpi_first(c, probe_mpi, timed)) {
+                move = false;
+                check = true;
+                if (why)
+                    *why = option_name(c.choice) + " kept: the MPI library, predicted " + time_text(mpi_t) +
+                           " against " + time_text(current_t) +
+                           ", has no time of its own here; this call runs it";
+            }
         } else {
             move = !(all_[best] == c.choice) && best_t < (1.0 - kSwitchMargin) * current_t;
             if (move) {
@@ -980,6 +989,30 @@ bool Selector::returns_to_mpi(const Class &c, size_t bytes, double mpi_seconds) 
     if (!c.decided || !c.choice.engine || c.pinned || c.measured[0].seconds < 0) return false;
     const double current = predict_in(&c, c.choice, c.kind, bytes);
     return mpi_seconds <= current && predict_in(&c, all_[0], c.kind, bytes) > current;
+}
+
+// A class on an engine option with no MPI time of its own weighs it on
+// the set-up's curve carried to its size, or on a neighbour's time carried
+// along it, and either can be far off a large size's: on 4 ranks at 10
+// Gbit/s a 16 MiB class on the codec's ring predicted Open MPI at 52 ms
+// where it takes 86, left the ring (1.7 times faster) on slow calls of it,
+// and ran Open MPI for the rest of a 22-call loop: only its next probe,
+// kProbeEvery calls later, could have undone the move.  So before it
+// leaves, the class runs the MPI library as a probe and stays, until the
+// MPI library has a time of its own here; the probe costs what the move
+// would have (the MPI library's call), and a time that says it is slower
+// keeps the class where it is.  At most kCheckCalls such calls (the first
+// calls at a size only bound the MPI library's time, and a probe's time
+// comes kProbeLag decisions later), then the class moves as before; only
+// calls that report their time can probe.
+bool Selector::checks_mpi_first(Class &c, const bool *probe_mpi, bool timed) {
+    if (!probe_mpi || !timed || c.measured[0].seconds >= 0) return false;
+    // A probe held for its second (observe_mpi()) is waited for past the cap.
+    if (c.checks >= kCheckCalls && c.held_mpi < 0) return false;
+    c.checks++;
+    // The next call decides again: this one's probe changes nothing it reads yet.
+    c.seen_generation = UINT64_MAX;
+    return true;
 }
 
 bool Selector::mpi_measured(CollKind kind) const {

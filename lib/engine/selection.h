@@ -136,6 +136,11 @@ public:
     static constexpr int kRecent = 8;         // the choice's last calls whose trimmed mean bounds its estimate
     static constexpr double kTryCalls = 3;    // calls a try of an option runs before a slow one is left
     static constexpr uint64_t kProbeLag = 2;  // decisions after a probe's call that apply its agreed time
+    // The most calls a class on an engine option runs the MPI library for
+    // before it leaves that option for it with no MPI time of its own
+    // (checks_mpi_first()): the first calls, whose times only bound it, and
+    // the probe's lag.
+    static constexpr uint64_t kCheckCalls = kMpiFirstCalls + kProbeLag;
 
     Selector() = default;
     Selector(const CostInputs &in, std::vector<CodecModel> codecs,
@@ -157,7 +162,9 @@ public:
     // did not run the MPI library at its size), or at its 1st where the set-up read that size
     // inside a shaper's burst (drained_at_setup()), as does one whose first is an engine option
     // less than kEarlyProbeBelow times faster while no class of its kind
-    // has measured the MPI library) on which a
+    // has measured the MPI library; and, on a class with no MPI time of its
+    // own about to leave its engine option for the MPI library, up to
+    // kCheckCalls calls instead of that move: checks_mpi_first()) on which a
     // blocking caller runs the MPI library (instead of the engine, when the
     // engine is chosen) and reports its agreed time through observe_mpi(),
     // so that the MPI library's estimate follows what it really takes.
@@ -258,6 +265,7 @@ private:
         uint64_t early_probe = 0;        // the call of its early probe still to come (0: none)
         uint64_t probes = 0;             // calls that ran the MPI library instead of its engine choice
         uint64_t mpi_runs = 0;           // calls choose() gave the MPI library, probes included
+        uint64_t checks = 0;             // probes checks_mpi_first() made
         bool early_engine = false;       // whether the class started on the engine
         bool engine_ran = false;         // choose() has given it the engine
         bool warm_up = false;            // its first engine call, not measured (record())
@@ -314,6 +322,10 @@ private:
     // Whether the MPI library measured at mpi_seconds would move class c,
     // on an engine option and with an MPI time of its own, back to it.
     bool returns_to_mpi(const Class &c, size_t bytes, double mpi_seconds) const;
+    // Whether class c, on an engine option and about to leave it for the
+    // MPI library, probes the MPI library on this call instead and stays
+    // (choose()).  probe_mpi, timed: choose()'s.
+    bool checks_mpi_first(Class &c, const bool *probe_mpi, bool timed);
     // Whether a class of kind has measured the MPI library.
     bool mpi_measured(CollKind kind) const;
     // Whether the set-up ran the MPI library at a size of class c: its
