@@ -1639,3 +1639,32 @@ TEST(Selection, AnEngineClassChecksTheMpiLibraryBeforeLeavingForIt) {
         }
     }
 }
+
+TEST(Selection, CalibrationInAnySizeOrderPredictsTheSame) {
+    // The calibration runs 64 KiB, 1 MiB, then 256 KiB (a slow link's
+    // budget takes the two first only).  The 256 KiB times, far above the
+    // model as small sizes on a busy host are, must not set the option's
+    // correction or its codec's cost per byte over the 1 MiB ones: every
+    // prediction, of every kind and size, is what the sizes in increasing
+    // order give.
+    const size_t sizes[] = {64 << 10, 1 << 20, 256 << 10};
+    const Selector model(slow_link(4), {identity(), quantize8()});
+    auto calibrated = [&](const std::vector<size_t> &order) {
+        Selector s(slow_link(4), {identity(), quantize8()});
+        for (size_t bytes : order)
+            for (const Option &o : s.engine_options(CollKind::Allreduce, kAll)) {
+                const double m = model.predict(o, CollKind::Allreduce, bytes, kAll);
+                const double excess = bytes == (256u << 10) ? 3.0 : 1.5;
+                s.calibrate(CollKind::Allreduce, bytes, kAll, o,
+                            Observation{excess * m, excess * 1e-9 * double(bytes), o.codec == 1 ? 0.3 : 1.0});
+            }
+        return s;
+    };
+    Selector ascending = calibrated({sizes[0], sizes[2], sizes[1]});
+    Selector as_run = calibrated({sizes[0], sizes[1], sizes[2]});
+    for (CollKind kind : {CollKind::Allreduce, CollKind::ReduceScatterBlock, CollKind::Allgather})
+        for (const Option &o : ascending.engine_options(kind, kAll))
+            for (size_t bytes : {size_t(32) << 10, size_t(512) << 10, size_t(16) << 20})
+                EXPECT_DOUBLE_EQ(as_run.predict(o, kind, bytes, kAll), ascending.predict(o, kind, bytes, kAll))
+                    << ascending.option_name(o) << " " << int(kind) << " " << bytes;
+}

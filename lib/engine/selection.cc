@@ -130,6 +130,7 @@ Selector::Selector(const CostInputs &in, std::vector<CodecModel> codecs, std::ve
     for (int c = 0; c < int(codecs_.size()); ++c)
         for (const ScheduleModel &s : schedules_) all_.push_back(Option{true, c, s.schedule});
     correction_.assign(all_.size(), 1.0);
+    calibrated_bytes_.assign(all_.size(), 0.0);
 }
 
 int Selector::option_index(const Option &o) const {
@@ -801,11 +802,17 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
         }
     }
     ++generation_;
+    // A calibration sample below a size the option was already calibrated
+    // at sets only its class's estimate (engine_calibration.cc runs 1 MiB
+    // before 256 KiB): the largest one sets the codec's cost per byte and
+    // the option's correction, as the least dominated by fixed costs.
+    const bool largest = !calibrating || double(bytes) >= calibrated_bytes_[size_t(i)];
+    if (calibrating && largest) calibrated_bytes_[size_t(i)] = double(bytes);
     CodecModel &cm = codecs_[o.codec];
     // A two-level operation's codec worked on a rail's shard only: its time
     // says nothing of the codec's cost per byte of a flat call.
     static_assert(size_t(Schedule::TwoLevel) >= kMeasuredSchedules, "two-level times are not codec samples");
-    if (!cm.identity && bytes > 0 && size_t(o.schedule) < cm.on.size()) {
+    if (largest && !cm.identity && bytes > 0 && size_t(o.schedule) < cm.on.size()) {
         CodecSamples &on = cm.on[size_t(o.schedule)];
         // Calibration ran on data of its own: the first call's data replaces it.
         const bool first = on.samples == 0 || on.calibrated_only;
@@ -819,10 +826,9 @@ void Selector::record(CollKind kind, size_t bytes, uint32_t eligible, const Opti
     if (!(m > 0)) return;
     const double sample = clamp_correction(seconds / m);
     blend_into(class_of(kind, bytes, eligible), i, sample * m, double(bytes), calibrating, calibrating);
-    // A calibration sample replaces the default 1 outright; calibrate() is
-    // fed sizes in increasing order, so the largest one measured sets the
-    // correction of kinds no class has measured.
-    correction_[i] = clamp_correction(blend(correction_[i], sample, calibrating));
+    // A calibration sample replaces the default 1 outright; the largest one
+    // measured sets the correction of kinds no class has measured.
+    if (largest) correction_[i] = clamp_correction(blend(correction_[i], sample, calibrating));
 }
 
 void Selector::note_recent(Class &c, const Option &o, size_t bytes, double seconds) {

@@ -197,6 +197,8 @@ public:
     // class's estimate and the option's correction instead of blending
     // into them, so that the first real call is decided on what the engine
     // really takes here and not on the model's guess.  Agreed like observe().
+    // Sizes may come in any order: the option's correction and its codec's
+    // cost per byte follow the largest size given.
     void calibrate(CollKind kind, size_t bytes, uint32_t eligible, const Option &o, const Observation &ob);
 
     // A call's time on this rank's clock, for statistics only.
@@ -389,9 +391,10 @@ private:
     CostInputs in_;
     std::vector<CodecModel> codecs_;
     std::vector<ScheduleModel> schedules_;
-    std::vector<Option> all_;         // PMPI, then codec-major, schedule-minor
-    std::vector<double> correction_;  // per option: measured / model, moving (1 until measured;
-                                      // the fallback of a kind no class has measured)
+    std::vector<Option> all_;               // PMPI, then codec-major, schedule-minor
+    std::vector<double> correction_;        // per option: measured / model, moving (1 until measured;
+                                            // the fallback of a kind no class has measured)
+    std::vector<double> calibrated_bytes_;  // per option: the largest size calibrate() was given (record())
     std::vector<Class> classes_;
     uint64_t generation_ = 0;    // bumped by everything that can change a prediction
     size_t engine_largest_ = 0;  // bytes of the largest engine call observed, calibration's included

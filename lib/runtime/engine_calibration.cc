@@ -18,7 +18,20 @@ namespace terse {
 
 namespace {
 
-constexpr size_t kSizes[] = {64 * 1024, 256 * 1024, 1024 * 1024};
+// 1 MiB before 256 KiB: where the budget takes two sizes only (a slow
+// link), the second decides the classes above it, and the larger it is the
+// less of it is fixed costs.  Above the largest size measured, a class
+// reads the two largest sizes' slope (Selector::measured_near): from 64 and
+// 256 KiB on 4 ranks sharing 2 cores at 10 Gbit/s that put the codec's
+// ring at 61-103 ms at 16 MiB, where it takes 52, and the lossless ring at
+// 61-66 where it takes 80; 1 MiB then went unmeasured (the codec's ring
+// predicted at 5.5-5.8 ms, 4 repeats past kSizeBudget), and in 7 runs of
+// 18 the 8-16 MiB classes ran Open MPI or the lossless ring, 1.4-1.7 times
+// slower than the codec.  Measured at 64 KiB and 1 MiB, the codec's ring
+// was calibrated at 1 MiB in 18 runs of 18, and 2-3 runs of 18 kept those
+// classes off it (where its 1 MiB repeats read 5.5-6.1 ms against a loop's
+// 4-4.8).  The classes between read the interpolation.
+constexpr size_t kSizes[] = {64 * 1024, 1024 * 1024, 256 * 1024};
 constexpr int kReps = 3;  // timed repeats of an option at a size; the median counts
 // The budgets are per repeat, so that a third repeat (for the median) does
 // not shrink what is measured: at 12 ms for a size's repeats, as with two,
@@ -73,7 +86,7 @@ Status calibrate_engine(CommState *st) {
     Selector *sel = st->selector.get();
     if (!sel || st->size < 2) return TERSE_OK;
     const double t_begin = now_seconds();
-    constexpr size_t kMaxBytes = kSizes[std::size(kSizes) - 1];
+    constexpr size_t kMaxBytes = std::ranges::max(kSizes);
     static_assert(kMaxBytes >= kStreamBytes, "a drain sends and receives through the calibration's buffers");
     std::vector<float> in, out;
     try {
