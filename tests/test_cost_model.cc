@@ -1668,3 +1668,53 @@ TEST(Selection, CalibrationInAnySizeOrderPredictsTheSame) {
                 EXPECT_DOUBLE_EQ(as_run.predict(o, kind, bytes, kAll), ascending.predict(o, kind, bytes, kAll))
                     << ascending.option_name(o) << " " << int(kind) << " " << bytes;
 }
+
+TEST(Selection, ATieInPredictionAboveTheCalibratedSizesIsSettledByItsOwnCalls) {
+    // Calibrated at 1 MiB only, recursive doubling is predicted at 16 MiB
+    // below the ring, by 10% (a tie) or by 30% (none); in a loop the ring
+    // takes 0.8 of recursive doubling's prediction, recursive doubling
+    // what it predicts.  In a tie the class runs the ring once its choice
+    // has a measured call (a warm-up, a measured call, a second since it
+    // is fast) and moves to it; otherwise nothing runs the ring in the
+    // class's first 30 calls.
+    const size_t calibrated = 1 << 20, bytes = 16 << 20;
+    const Option ring{true, 0, Schedule::Ring}, rd{true, 0, Schedule::RecursiveDoubling};
+    for (const double ring_over_rd : {1.1, 1.3}) {
+        Selector s = with_mpi_gap(3.0, bytes);
+        s.calibrate(CollKind::Allreduce, calibrated, kAll, rd,
+                    Observation{s.predict(rd, CollKind::Allreduce, calibrated, kAll), 0, 1});
+        const double rd_t = s.predict(rd, CollKind::Allreduce, bytes, kAll);
+        // The ring's 1 MiB time that predicts ring_over_rd * rd_t at 16 MiB
+        // (the prediction grows with it).
+        double lo = 0, hi = 100 * s.predict(ring, CollKind::Allreduce, calibrated, kAll);
+        for (int i = 0; i < 100; ++i) {
+            Selector t = s;
+            const double mid = 0.5 * (lo + hi);
+            t.calibrate(CollKind::Allreduce, calibrated, kAll, ring, Observation{mid, 0, 1});
+            (t.predict(ring, CollKind::Allreduce, bytes, kAll) < ring_over_rd * rd_t ? lo : hi) = mid;
+        }
+        s.calibrate(CollKind::Allreduce, calibrated, kAll, ring, Observation{lo, 0, 1});
+        ASSERT_NEAR(s.predict(ring, CollKind::Allreduce, bytes, kAll), ring_over_rd * rd_t, 1e-6 * rd_t);
+        int ring_calls = 0;
+        Option o;
+        for (int call = 1; call <= 30; ++call) {
+            bool probe = false;
+            o = s.choose(CollKind::Allreduce, bytes, kAll, nullptr, nullptr, &probe);
+            ASSERT_TRUE(o.engine) << call;
+            if (call == 1) EXPECT_EQ(o, rd);
+            if (probe) {
+                s.observe_mpi(CollKind::Allreduce, bytes, kAll, 3.0 * rd_t);
+                continue;
+            }
+            ring_calls += o == ring;
+            s.observe(CollKind::Allreduce, bytes, kAll, o, Observation{(o == ring ? 0.8 : 1.0) * rd_t, 0, 1});
+        }
+        if (ring_over_rd < 1 + Selector::kTieWithin) {
+            EXPECT_EQ(o, ring) << s.summary("");
+            EXPECT_GT(ring_calls, 20) << s.summary("");
+        } else {
+            EXPECT_EQ(ring_calls, 0) << s.summary("");
+            EXPECT_EQ(o, rd) << s.summary("");
+        }
+    }
+}

@@ -510,12 +510,25 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             c.next = o;
         }
     }
-    // A first decision between two engine options the calibration timed
-    // at this class's size within kTieWithin: a tie (explore_tie()).
+    // A first decision between two engine options predicted within
+    // kTieWithin, both timed by the calibration at this class's size or
+    // both calibrated elsewhere and neither timed here: a tie
+    // (explore_tie()).  Above the calibrated sizes both predictions are
+    // calibrations carried up along two models, and their order is as
+    // uncertain.  Seen on 4 ranks
+    // at 10 Gbit/s: the codec's ring read 5.2-5.5 ms at 1 MiB in a
+    // calibration (a loop's calls take 4.0-4.8), recursive doubling
+    // 4.7-5.0, and the 4-16 MiB classes ran recursive doubling, predicted
+    // 5% below the ring, for good: 67 ms a call at 16 MiB where the ring
+    // takes 52.
     if (move && c.changes == 0 && c.choice.engine && c.next.engine && c.next_predicted >= 0) {
         const int r = option_index(c.next), k = option_index(c.choice);
-        if (r > 0 && k > 0 && c.measured[size_t(r)].calibration && c.measured[size_t(k)].calibration &&
-            c.next_predicted - c.predicted <= kTieWithin * c.predicted)
+        const bool calibrated_here = r > 0 && k > 0 && c.measured[size_t(r)].calibration &&
+                                     c.measured[size_t(k)].calibration;
+        const bool predicted_only = r > 0 && k > 0 && c.measured[size_t(r)].seconds < 0 &&
+                                    c.measured[size_t(k)].seconds < 0 && calibrated_bytes_[size_t(r)] > 0 &&
+                                    calibrated_bytes_[size_t(k)] > 0;
+        if ((calibrated_here || predicted_only) && c.next_predicted - c.predicted <= kTieWithin * c.predicted)
             c.tie = r;
     }
     return finish(move, speedup);
@@ -537,7 +550,11 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
 // (twice should it be fast enough to move the class, the slower counting,
 // as any exploration).  Its warm-up is behind it where the calibration ran
 // a call as large; a try that loses costs at most kTieWithin of a call,
-// since the runner-up was timed here under the choice's conditions.
+// since the runner-up was timed here under the choice's conditions.  A
+// class above the calibrated sizes, where neither option has a time of its
+// own, is the same tie (choose()), and its try costs the runner-up's
+// warm-up too: a call at what the runner-up really takes, about the
+// choice's where the prediction holds.
 bool Selector::explore_tie(Class &c, size_t bytes, Option *o, std::string *why) {
     if (c.tie < 0 || !c.choice.engine || c.recent_n < 1) return false;
     const int r = c.tie;
@@ -549,7 +566,8 @@ bool Selector::explore_tie(Class &c, size_t bytes, Option *o, std::string *why) 
     *o = start_exploration(c, r, warm);
     if (why)
         *why = "explores " + option_name(*o) + " (predicted " + time_text(runner_up) + ", " +
-               option_name(c.choice) + " " + time_text(current) + ": a tie at the calibration" +
+               option_name(c.choice) + " " + time_text(current) +
+               (c.measured[size_t(r)].calibration ? ": a tie at the calibration" : ": a tie in prediction") +
                (warm ? "; its warm-up call)" : ")");
     return true;
 }

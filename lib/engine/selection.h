@@ -296,8 +296,8 @@ private:
         bool explore_warm = false;
         uint64_t explore_from = 0, explore_scale = 1, explore_next = kExploreAfter, explorations = 0;
         // The runner-up of its first decision where that was a tie between
-        // two engine options calibrated at its size (explore_tie()), until
-        // explored; < 0 none.
+        // two engine options both calibrated at its size, or neither timed
+        // here (explore_tie()), until explored; < 0 none.
         int tie = -1;
         // The selector's generation and the call size of the last full
         // evaluation (choose()'s fast path).
