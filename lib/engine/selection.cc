@@ -435,7 +435,7 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
             if (!engine_pays) best = 0;
             if (best > 0 && bet_waits_for(mpi_t)) best = std::max(0, tried_instead(mpi_t));
             move = true;
-            if (best == 0 && checks_mpi_first(c, probe_mpi, timed)) {
+            if (best == 0 && probe_mpi && timed && checks_mpi_first(c)) {
                 move = false;
                 check = true;
                 if (why)
@@ -515,20 +515,19 @@ Option Selector::choose(CollKind kind, size_t bytes, uint32_t eligible, bool *ch
     // both calibrated elsewhere and neither timed here: a tie
     // (explore_tie()).  Above the calibrated sizes both predictions are
     // calibrations carried up along two models, and their order is as
-    // uncertain.  Seen on 4 ranks
-    // at 10 Gbit/s: the codec's ring read 5.2-5.5 ms at 1 MiB in a
-    // calibration (a loop's calls take 4.0-4.8), recursive doubling
-    // 4.7-5.0, and the 4-16 MiB classes ran recursive doubling, predicted
-    // 5% below the ring, for good: 67 ms a call at 16 MiB where the ring
-    // takes 52.
+    // uncertain.  Seen on 4 ranks at 10 Gbit/s: the codec's ring read
+    // 5.2-5.5 ms at 1 MiB in a calibration (a loop's calls take 4.0-4.8),
+    // recursive doubling 4.7-5.0, and the 4-16 MiB classes ran recursive
+    // doubling, predicted 5% below the ring, for good: 67 ms a call at
+    // 16 MiB where the ring takes 52.
     if (move && c.changes == 0 && c.choice.engine && c.next.engine && c.next_predicted >= 0) {
         const int r = option_index(c.next), k = option_index(c.choice);
-        const bool calibrated_here = r > 0 && k > 0 && c.measured[size_t(r)].calibration &&
-                                     c.measured[size_t(k)].calibration;
-        const bool predicted_only = r > 0 && k > 0 && c.measured[size_t(r)].seconds < 0 &&
-                                    c.measured[size_t(k)].seconds < 0 && calibrated_bytes_[size_t(r)] > 0 &&
-                                    calibrated_bytes_[size_t(k)] > 0;
-        if ((calibrated_here || predicted_only) && c.next_predicted - c.predicted <= kTieWithin * c.predicted)
+        auto timed_here = [&](int i) { return c.measured[size_t(i)].calibration; };
+        auto carried_up = [&](int i) {
+            return c.measured[size_t(i)].seconds < 0 && calibrated_bytes_[size_t(i)] > 0;
+        };
+        if (r > 0 && k > 0 && ((timed_here(r) && timed_here(k)) || (carried_up(r) && carried_up(k))) &&
+            c.next_predicted - c.predicted <= kTieWithin * c.predicted)
             c.tie = r;
     }
     return finish(move, speedup);
@@ -1028,9 +1027,9 @@ bool Selector::returns_to_mpi(const Class &c, size_t bytes, double mpi_seconds) 
 // keeps the class where it is.  At most kCheckCalls such calls (the first
 // calls at a size only bound the MPI library's time, and a probe's time
 // comes kProbeLag decisions later), then the class moves as before; only
-// calls that report their time can probe.
-bool Selector::checks_mpi_first(Class &c, const bool *probe_mpi, bool timed) {
-    if (!probe_mpi || !timed || c.measured[0].seconds >= 0) return false;
+// calls that report their time can probe (choose() asks for no others).
+bool Selector::checks_mpi_first(Class &c) {
+    if (c.measured[0].seconds >= 0) return false;
     // A probe held for its second (observe_mpi()) is waited for past the cap.
     if (c.checks >= kCheckCalls && c.held_mpi < 0) return false;
     c.checks++;

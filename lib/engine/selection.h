@@ -325,9 +325,9 @@ private:
     // on an engine option and with an MPI time of its own, back to it.
     bool returns_to_mpi(const Class &c, size_t bytes, double mpi_seconds) const;
     // Whether class c, on an engine option and about to leave it for the
-    // MPI library, probes the MPI library on this call instead and stays
-    // (choose()).  probe_mpi, timed: choose()'s.
-    bool checks_mpi_first(Class &c, const bool *probe_mpi, bool timed);
+    // MPI library on a call that can probe, probes the MPI library on this
+    // call instead and stays (choose()); counts the probe if so.
+    bool checks_mpi_first(Class &c);
     // Whether a class of kind has measured the MPI library.
     bool mpi_measured(CollKind kind) const;
     // Whether the set-up ran the MPI library at a size of class c: its
